@@ -1,0 +1,168 @@
+package commitlog
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/commitlog-go/commitlog/internal/recordbatch"
+)
+
+// Kafka's defaults for the topic-level configs that LogConfig mirrors.
+const (
+	DefaultSegmentBytes       = 1 << 30            // segment.bytes: 1 GiB
+	DefaultSegmentDuration    = 7 * 24 * time.Hour // segment.ms: 7 days
+	DefaultSegmentIndexBytes  = 10 << 20           // segment.index.bytes: 10 MiB
+	DefaultIndexIntervalBytes = 4096               // index.interval.bytes
+	DefaultMaxMessageBytes    = 1048588            // max.message.bytes: 1 MiB + record batch overhead
+)
+
+// TimestampType says which time a record carries (Kafka's message.timestamp.type).
+type TimestampType int8
+
+const (
+	// CreateTime keeps the timestamp the producer set (zero timestamps get the append time).
+	CreateTime TimestampType = 0
+	// LogAppendTime replaces every record's timestamp with the time the log appended it.
+	LogAppendTime TimestampType = 1
+)
+
+// Compression is the codec batches are compressed with (Kafka's compression.type). Batches
+// appended raw keep the codec their producer chose.
+type Compression int8
+
+// Kafka's codec ids.
+const (
+	CompressionNone   Compression = Compression(recordbatch.CodecNone)
+	CompressionGzip   Compression = Compression(recordbatch.CodecGzip)
+	CompressionSnappy Compression = Compression(recordbatch.CodecSnappy)
+	CompressionLZ4    Compression = Compression(recordbatch.CodecLZ4)
+	CompressionZstd   Compression = Compression(recordbatch.CodecZstd)
+)
+
+// String returns Kafka's name for c: none, gzip, snappy, lz4 or zstd.
+func (c Compression) String() string { return recordbatch.Codec(c).String() }
+
+// SyncPolicy says when appended bytes are made durable with fdatasync.
+//
+// The zero value, SyncDefault, inherits the policy of the enclosing store or options, which is
+// SyncAlways unless set otherwise. "Acknowledged" (Append returned nil) means the records survive
+// a process kill under every policy, and a power loss under SyncAlways.
+type SyncPolicy int64
+
+const (
+	// SyncDefault inherits the policy from the options (SyncAlways when none is given).
+	SyncDefault SyncPolicy = 0
+	// SyncAlways makes Append return only after its bytes are on stable storage. Concurrent
+	// appends share one fdatasync (group commit).
+	SyncAlways SyncPolicy = -1
+	// SyncNever leaves flushing to the operating system (and to Close and segment rolls).
+	SyncNever SyncPolicy = -2
+)
+
+// SyncInterval returns a policy that flushes in the background every d. d must be positive.
+func SyncInterval(d time.Duration) SyncPolicy {
+	if d <= 0 {
+		return SyncAlways
+	}
+	return SyncPolicy(d)
+}
+
+// Interval returns the background flush period of an interval policy, or 0 for the others.
+func (p SyncPolicy) Interval() time.Duration {
+	if p > 0 {
+		return time.Duration(p)
+	}
+	return 0
+}
+
+// String describes the policy: "always", "never", "interval(1s)" or "default".
+func (p SyncPolicy) String() string {
+	switch {
+	case p == SyncDefault:
+		return "default"
+	case p == SyncAlways:
+		return "always"
+	case p == SyncNever:
+		return "never"
+	case p > 0:
+		return fmt.Sprintf("interval(%s)", time.Duration(p))
+	}
+	return fmt.Sprintf("SyncPolicy(%d)", int64(p))
+}
+
+// LogConfig is the configuration of one partition's log. Fields mirror Kafka's topic-level
+// configs of the same meaning; a zero field takes Kafka's default.
+type LogConfig struct {
+	// SegmentBytes is segment.bytes: a segment rolls when the next batch would make it larger.
+	SegmentBytes int64
+	// SegmentDuration is segment.ms: a segment rolls when the batch being appended is this much
+	// newer, by record timestamps, than the segment's first batch (Kafka's rule).
+	SegmentDuration time.Duration
+	// SegmentIndexBytes is segment.index.bytes: the preallocated size of each index file; a
+	// segment rolls when its index is full.
+	SegmentIndexBytes int
+	// IndexIntervalBytes is index.interval.bytes: bytes of log between offset index entries.
+	IndexIntervalBytes int
+	// MaxMessageBytes is max.message.bytes: the largest batch, after compression, the log
+	// accepts; also the bound on a batch's decompressed size when it is read.
+	MaxMessageBytes int
+	// TimestampType is message.timestamp.type.
+	TimestampType TimestampType
+	// Compression is compression.type for batches this log encodes from records.
+	Compression Compression
+	// Sync is the flush policy; SyncDefault inherits the options' policy.
+	Sync SyncPolicy
+}
+
+// withDefaults returns c with zero fields set to Kafka's defaults and Sync resolved against def.
+func (c LogConfig) withDefaults(def SyncPolicy) LogConfig {
+	if c.SegmentBytes == 0 {
+		c.SegmentBytes = DefaultSegmentBytes
+	}
+	if c.SegmentDuration == 0 {
+		c.SegmentDuration = DefaultSegmentDuration
+	}
+	if c.SegmentIndexBytes == 0 {
+		c.SegmentIndexBytes = DefaultSegmentIndexBytes
+	}
+	if c.IndexIntervalBytes == 0 {
+		c.IndexIntervalBytes = DefaultIndexIntervalBytes
+	}
+	if c.MaxMessageBytes == 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.Sync == SyncDefault {
+		c.Sync = def
+	}
+	if c.Sync == SyncDefault {
+		c.Sync = SyncAlways
+	}
+	return c
+}
+
+// validate reports the first field out of range, wrapping ErrInvalidConfig.
+func (c LogConfig) validate() error {
+	bad := func(name string, v any) error {
+		return fmt.Errorf("%w: %s = %v", ErrInvalidConfig, name, v)
+	}
+	switch {
+	case c.SegmentBytes < recordbatch.HeaderSize || c.SegmentBytes > 1<<31-1:
+		// Positions in the offset index are 32-bit, as in Kafka.
+		return bad("SegmentBytes", c.SegmentBytes)
+	case c.SegmentDuration < time.Millisecond:
+		return bad("SegmentDuration", c.SegmentDuration)
+	case c.SegmentIndexBytes < 12*4 || c.SegmentIndexBytes > 1<<31-1:
+		return bad("SegmentIndexBytes", c.SegmentIndexBytes)
+	case c.IndexIntervalBytes < 0:
+		return bad("IndexIntervalBytes", c.IndexIntervalBytes)
+	case c.MaxMessageBytes < recordbatch.HeaderSize:
+		return bad("MaxMessageBytes", c.MaxMessageBytes)
+	case c.TimestampType != CreateTime && c.TimestampType != LogAppendTime:
+		return bad("TimestampType", c.TimestampType)
+	case c.Compression < CompressionNone || c.Compression > CompressionZstd:
+		return bad("Compression", c.Compression)
+	case c.Sync < SyncNever:
+		return bad("Sync", c.Sync)
+	}
+	return nil
+}

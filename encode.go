@@ -1,0 +1,99 @@
+package commitlog
+
+import (
+	"fmt"
+
+	"github.com/commitlog-go/commitlog/internal/recordbatch"
+)
+
+// encoder turns records into batches. Its buffers are reused from call to call (the log keeps
+// encoders in a pool), so encoding allocates nothing per record once warm.
+type encoder struct {
+	b   recordbatch.Builder
+	out []byte // the batches of a call that needs more than one
+	w   pendingWrite
+}
+
+func (l *Log) getEncoder() *encoder {
+	if e, ok := l.builders.Get().(*encoder); ok {
+		return e
+	}
+	return &encoder{}
+}
+
+// recordSizeBound is an upper bound of a record's encoded size: every varint at its widest.
+func recordSizeBound(r *Record) int {
+	n := 5 + 1 + 10 + 5 + 5 + len(r.Key) + 5 + len(r.Value) + 5
+	for _, h := range r.Headers {
+		n += 5 + len(h.Key) + 5 + len(h.Value)
+	}
+	return n
+}
+
+// encode builds the batches for recs, split so that none exceeds cfg.MaxMessageBytes. Offsets in
+// the result start at 0; the log rebases them. The result aliases the encoder's buffers.
+func (e *encoder) encode(recs []*Record, cfg *LogConfig) (*pendingWrite, error) {
+	attrs := recordbatch.Attributes(0).WithCodec(recordbatch.Codec(cfg.Compression))
+	if cfg.TimestampType == LogAppendTime {
+		attrs |= recordbatch.AttrLogAppendTime
+	}
+	hdr := recordbatch.Header{PartitionLeaderEpoch: -1, Attributes: attrs, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	limit := cfg.MaxMessageBytes
+	e.w = pendingWrite{batches: e.w.batches[:0], maxTimestamp: -1}
+	e.out = e.out[:0]
+
+	var next int64 // offset of the next record, relative to the call's first
+	hdr.BaseOffset = next
+	e.b.Reset(hdr)
+	var single []byte // the call's only batch, left in the builder's buffer
+	// flush finishes the current batch; the last one of a call that needed only one stays in
+	// the builder's buffer, any other is copied out before the builder is reused.
+	flush := func(last bool) error {
+		data, err := e.b.Finish()
+		if err != nil {
+			return err
+		}
+		if len(data) > limit {
+			return fmt.Errorf("%w: batch of %d records is %d bytes, max.message.bytes is %d", ErrRecordTooLarge, e.b.Len(), len(data), limit)
+		}
+		h, err := recordbatch.ParseHeader(data, 0)
+		if err != nil {
+			return err
+		}
+		pos := len(e.out)
+		if last && len(e.w.batches) == 0 {
+			single = data
+		} else {
+			e.out = append(e.out, data...)
+		}
+		e.w.batches = append(e.w.batches, batchInfo{position: int64(pos), size: len(data), baseOffset: h.BaseOffset,
+			lastOffset: h.LastOffset(), maxTimestamp: h.MaxTimestamp})
+		e.w.maxTimestamp = max(e.w.maxTimestamp, h.MaxTimestamp)
+		e.w.lastOffset = h.LastOffset()
+		return nil
+	}
+	for _, r := range recs {
+		bound := recordSizeBound(r)
+		if e.b.Len() > 0 && e.b.EstimatedSize()+bound > limit {
+			if err := flush(false); err != nil {
+				return nil, err
+			}
+			hdr.BaseOffset = next
+			e.b.Reset(hdr)
+		}
+		e.b.Add(r.Timestamp.UnixMilli(), r.Key, r.Value, r.Headers)
+		next++
+		if e.b.Len() == 1 && e.b.EstimatedSize() > limit {
+			return nil, fmt.Errorf("%w: record of %d bytes, max.message.bytes is %d", ErrRecordTooLarge, e.b.EstimatedSize(), limit)
+		}
+	}
+	if err := flush(true); err != nil {
+		return nil, err
+	}
+	if single != nil {
+		e.w.data = single
+	} else {
+		e.w.data = e.out
+	}
+	return &e.w, nil
+}

@@ -1,0 +1,47 @@
+package commitlog
+
+import "errors"
+
+// Sentinel errors. Every error the package returns that one of these describes wraps it, so
+// callers test with errors.Is; the wrapping text names the file, position and offset involved.
+var (
+	// ErrClosed is returned by every method of a log, store or reader after Close.
+	ErrClosed = errors.New("commitlog: closed")
+
+	// ErrOffsetOutOfRange is returned when an offset is below the log start offset or above the
+	// log end offset (Kafka's OFFSET_OUT_OF_RANGE). Reading at exactly the log end offset is not
+	// an error: there is nothing yet.
+	ErrOffsetOutOfRange = errors.New("commitlog: offset out of range")
+
+	// ErrCorrupt is returned when bytes on disk or handed to a raw append are not a valid
+	// RecordBatch v2 (bad length, magic or CRC, records that disagree with their header), and when
+	// a sealed segment holds such a batch in its middle. It never means a torn tail: those are
+	// truncated on open and logged.
+	ErrCorrupt = errors.New("commitlog: corrupt data")
+
+	// ErrRecordTooLarge is returned when a record or batch is larger than the log's
+	// MaxMessageBytes (Kafka's max.message.bytes, RECORD_TOO_LARGE). Nothing of the call is
+	// written.
+	ErrRecordTooLarge = errors.New("commitlog: record too large")
+
+	// ErrOffsetOutOfOrder is returned by AppendAsFollower when a batch's base offset is not above
+	// the log's last offset: offsets only grow and are never reused.
+	ErrOffsetOutOfOrder = errors.New("commitlog: offset out of order")
+
+	// ErrLocked is returned by Open when another Log or Store, in this process or another, holds
+	// the directory.
+	ErrLocked = errors.New("commitlog: directory locked by another holder")
+
+	// ErrSync is wrapped, together with the operating system's error, by every write after an
+	// fsync failed. Linux may drop the unsynced pages of a failed fsync, so a retry could report a
+	// false success: the log refuses writes until it is reopened and recovered.
+	ErrSync = errors.New("commitlog: sync failed; log is read-only until reopened")
+
+	// ErrNoSpace wraps the operating system's ENOSPC when the disk is full. The partial write is
+	// removed before the error is returned, so the log's framing stays intact and a later append
+	// may succeed once space is freed.
+	ErrNoSpace = errors.New("commitlog: no space left on device")
+
+	// ErrInvalidConfig is returned for a configuration value out of its documented range.
+	ErrInvalidConfig = errors.New("commitlog: invalid config")
+)

@@ -1,0 +1,246 @@
+package index
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+
+	"github.com/commitlog-go/commitlog/internal/fsys"
+)
+
+// mapped is an index file mapped into memory as an array of fixed-size entries, of which the first
+// entries are in use. It holds what the offset index and the time index share: opening, the
+// preallocation of the active segment's index, trimming, sealing, syncing and closing.
+//
+// Invariants: entries <= maxEntries and maxEntries*entrySize <= len(data), so reading an entry
+// below entries never goes out of bounds, whatever the file holds; in a writable mapping the
+// bytes after the entries in use are zero, so a crash that leaves the file preallocated leaves
+// zero entries after the last real one, which Check detects.
+type mapped struct {
+	name      string
+	entrySize int
+	f         fsys.File
+	m         fsys.Mapping // nil when nothing is mapped: empty file, closed, or a failed remap
+	data      []byte       // m.Bytes(), or nil
+
+	entries    int // entries in use, at the start of data
+	maxEntries int // entries data has room for
+
+	writable  bool // data is mapped writable: the index of the active segment
+	trim      bool // the file is larger than the entries in use and must be trimmed on Close
+	sizeDirty bool // the file's size changed since the last Sync
+	closed    bool
+}
+
+// checkBase refuses base offsets that Kafka cannot have and that would make base plus a relative
+// offset overflow.
+func checkBase(path string, baseOffset int64) error {
+	if baseOffset < 0 || baseOffset > math.MaxInt64-maxRelative {
+		return fmt.Errorf("%s: base offset %d out of range", path, baseOffset)
+	}
+	return nil
+}
+
+// open opens name, creating it when writable, and maps it. A writable index is grown to maxBytes
+// rounded down to a whole entry (never shrunk: an existing file larger than that is mapped whole
+// and is full); a read-only one is mapped at its size. Entries in use are the file's size divided
+// by entrySize; a size that does not divide is ErrCorrupt.
+func (x *mapped) open(fs fsys.FS, name string, entrySize, maxBytes int, writable bool) error {
+	*x = mapped{name: name, entrySize: entrySize}
+	maxSize := maxBytes / entrySize * entrySize
+	if writable && maxSize < entrySize {
+		return fmt.Errorf("%s: maximum size %d bytes is less than one %d-byte entry", name, maxBytes, entrySize)
+	}
+	flag := os.O_RDONLY
+	if writable {
+		flag = os.O_RDWR | os.O_CREATE
+	}
+	f, err := fs.OpenFile(name, flag, 0o644)
+	if err != nil {
+		return fmt.Errorf("open index %s: %w", name, err)
+	}
+	if err := x.mapFile(f, maxSize, writable); err != nil {
+		return errors.Join(err, f.Close())
+	}
+	return nil
+}
+
+func (x *mapped) mapFile(f fsys.File, maxSize int, writable bool) error {
+	size, err := f.Size()
+	if err != nil {
+		return fmt.Errorf("%s: size: %w", x.name, err)
+	}
+	if size < 0 || size%int64(x.entrySize) != 0 {
+		return fmt.Errorf("%s: %w: size %d bytes is not a whole number of %d-byte entries",
+			x.name, ErrCorrupt, size, x.entrySize)
+	}
+	if size > math.MaxInt {
+		return fmt.Errorf("%s: %w: size %d bytes cannot be mapped", x.name, ErrCorrupt, size)
+	}
+	entries := int(size) / x.entrySize
+	mapSize := int(size)
+	if writable && maxSize > mapSize {
+		if err := f.Truncate(int64(maxSize)); err != nil {
+			return fmt.Errorf("%s: preallocate %d bytes: %w", x.name, maxSize, err)
+		}
+		mapSize = maxSize
+		x.sizeDirty = true
+	}
+	x.f = f
+	x.writable = writable
+	x.trim = writable
+	if err := x.mapAt(mapSize, writable); err != nil {
+		return err
+	}
+	x.entries = entries
+	return nil
+}
+
+// mapAt maps the first size bytes of the file and sets maxEntries from them; an empty file is not
+// mapped, as a zero-length mmap is an error on most systems.
+func (x *mapped) mapAt(size int, writable bool) error {
+	x.m, x.data, x.entries, x.maxEntries = nil, nil, 0, 0
+	if size == 0 {
+		return nil
+	}
+	m, err := x.f.Map(size, writable)
+	if err != nil {
+		return fmt.Errorf("%s: map %d bytes: %w", x.name, size, err)
+	}
+	data := m.Bytes()
+	if len(data) < size {
+		return errors.Join(fmt.Errorf("%s: mapped %d bytes, want %d", x.name, len(data), size), m.Close())
+	}
+	x.m, x.data, x.maxEntries = m, data[:size:size], size/x.entrySize
+	return nil
+}
+
+// unmap closes the mapping, which writes it back for file systems without mmap, and leaves the
+// index empty so that nothing reads the unmapped memory.
+func (x *mapped) unmap() error {
+	m := x.m
+	x.m, x.data, x.entries, x.maxEntries = nil, nil, 0, 0
+	if m == nil {
+		return nil
+	}
+	if err := m.Close(); err != nil {
+		return fmt.Errorf("%s: unmap: %w", x.name, err)
+	}
+	return nil
+}
+
+// entry returns entry i's bytes; i must be below entries.
+func (x *mapped) entry(i int) []byte {
+	if i < 0 || i >= x.entries {
+		panic(fmt.Sprintf("index %s: entry %d out of range [0, %d)", x.name, i, x.entries))
+	}
+	return x.data[i*x.entrySize : (i+1)*x.entrySize]
+}
+
+// checkWritable returns the error for a write to an index that cannot take one.
+func (x *mapped) checkWritable() error {
+	switch {
+	case x.closed:
+		return fmt.Errorf("%s: index is closed", x.name)
+	case !x.writable:
+		return fmt.Errorf("%s: index is read-only", x.name)
+	}
+	return nil
+}
+
+// full reports whether there is no room for another entry.
+func (x *mapped) full() bool { return !x.writable || x.entries >= x.maxEntries }
+
+// put appends an entry; the caller has checked that there is room.
+func (x *mapped) put() []byte {
+	b := x.data[x.entries*x.entrySize : (x.entries+1)*x.entrySize]
+	x.entries++
+	return b
+}
+
+// truncate keeps the first n entries. A writable index zeroes the dropped ones, so that a crash
+// before the next trim cannot leave stale entries behind the live ones that look valid; a
+// read-only mapping cannot be written, and only its view shrinks.
+func (x *mapped) truncate(n int) {
+	if n < 0 || n >= x.entries {
+		return
+	}
+	if x.writable {
+		clear(x.data[n*x.entrySize : x.entries*x.entrySize])
+	}
+	x.entries = n
+}
+
+// seal trims the file to the entries in use and maps it read-only. When the trim fails the
+// entries stay readable and Close tries the trim again; when the remap fails the index is left
+// empty (no entry is readable), and the caller closes it and rebuilds it.
+func (x *mapped) seal() error {
+	if x.closed {
+		return fmt.Errorf("%s: index is closed", x.name)
+	}
+	if !x.writable {
+		return nil
+	}
+	used := x.entries * x.entrySize
+	x.writable = false
+	x.trim = false
+	// The writable mapping goes first: without mmap its Close writes the bytes back at the
+	// mapped length, which would undo a trim made before it.
+	if err := x.unmap(); err != nil {
+		return err
+	}
+	var trimErr error
+	if err := x.f.Truncate(int64(used)); err != nil {
+		trimErr = fmt.Errorf("%s: trim to %d bytes: %w", x.name, used, err)
+		x.trim = true
+	} else {
+		x.sizeDirty = true
+	}
+	if err := x.mapAt(used, false); err != nil {
+		return errors.Join(trimErr, err)
+	}
+	x.entries = x.maxEntries
+	return trimErr
+}
+
+// sync makes the entries and the file's size durable.
+func (x *mapped) sync() error {
+	if x.closed {
+		return fmt.Errorf("%s: index is closed", x.name)
+	}
+	if x.writable && x.m != nil {
+		if err := x.m.Sync(); err != nil {
+			return fmt.Errorf("%s: sync mapping: %w", x.name, err)
+		}
+	}
+	if x.sizeDirty {
+		if err := x.f.Sync(); err != nil {
+			return fmt.Errorf("%s: sync: %w", x.name, err)
+		}
+		x.sizeDirty = false
+	}
+	return nil
+}
+
+// close trims a writable index to the entries in use, unmaps it and closes the file. A second
+// close does nothing.
+func (x *mapped) close() error {
+	if x.closed {
+		return nil
+	}
+	x.closed = true
+	used := x.entries * x.entrySize
+	trim := x.trim
+	x.writable, x.trim = false, false
+	err := x.unmap()
+	if trim && err == nil {
+		if terr := x.f.Truncate(int64(used)); terr != nil {
+			err = fmt.Errorf("%s: trim to %d bytes: %w", x.name, used, terr)
+		}
+	}
+	if cerr := x.f.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("%s: close: %w", x.name, cerr))
+	}
+	return err
+}

@@ -1,0 +1,244 @@
+package recordbatch
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// RecordHeader is one record header (Kafka's RecordHeader). A nil Value is a null value (length
+// -1), an empty non-nil Value has length 0. Header names may repeat within a record and their
+// order is kept.
+type RecordHeader struct {
+	Key   string
+	Value []byte
+}
+
+// Record is one record in Kafka's DefaultRecord (v2) form, with offsets and timestamps relative
+// to its batch: its offset is the batch's BaseOffset+OffsetDelta, its timestamp (ms) the batch's
+// BaseTimestamp+TimestampDelta, or the batch's MaxTimestamp under LogAppendTime (see
+// Header.RecordOffset and Header.RecordTimestamp).
+//
+// A nil Key or Value is null (written as length -1); an empty non-nil one has length 0. Kafka
+// treats the two differently: a null value is a tombstone for log compaction.
+//
+// On the wire a record is: length varint (bytes after it), attributes int8 (unused by Kafka,
+// kept as is), timestampDelta varlong, offsetDelta varint, keyLength varint, key,
+// valueLength varint, value, headerCount varint, then per header keyLength varint, key,
+// valueLength varint, value; all varints zigzag-encoded.
+type Record struct {
+	Attributes     int8
+	TimestampDelta int64 // milliseconds from the batch's BaseTimestamp; may be negative
+	OffsetDelta    int32 // from the batch's BaseOffset
+	Key, Value     []byte
+	Headers        []RecordHeader
+}
+
+// minRecordSize is the smallest record on the wire: a one-byte length and six one-byte fields
+// (attributes, timestampDelta, offsetDelta, keyLength, valueLength, headerCount).
+const minRecordSize = 7
+
+// nullableSize is the encoded size of a length-prefixed, nullable byte string.
+func nullableSize(b []byte) int64 {
+	if b == nil {
+		return 1 // varint -1
+	}
+	return int64(sizeVarint(int32(len(b)))) + int64(len(b))
+}
+
+// recordBodySize returns the size of a record after its length varint, or -1 when a key,
+// value, header or the whole record is longer than the int32 lengths the format can express.
+func recordBodySize(tsDelta int64, offsetDelta int32, key, value []byte, headers []RecordHeader) int64 {
+	if len(key) > math.MaxInt32 || len(value) > math.MaxInt32 || len(headers) > math.MaxInt32 {
+		return -1
+	}
+	n := 1 + int64(sizeVarlong(tsDelta)) + int64(sizeVarint(offsetDelta)) +
+		nullableSize(key) + nullableSize(value) + int64(sizeVarint(int32(len(headers))))
+	for i := range headers {
+		h := &headers[i]
+		if len(h.Key) > math.MaxInt32 || len(h.Value) > math.MaxInt32 {
+			return -1
+		}
+		n += int64(sizeVarint(int32(len(h.Key)))) + int64(len(h.Key)) + nullableSize(h.Value)
+	}
+	if n > math.MaxInt32 {
+		return -1
+	}
+	return n
+}
+
+func appendNullable(b, v []byte) []byte {
+	if v == nil {
+		return appendVarint(b, -1)
+	}
+	b = appendVarint(b, int32(len(v)))
+	return append(b, v...)
+}
+
+// appendRecord appends one record whose body size (from recordBodySize) is size.
+func appendRecord(b []byte, size int32, attrs int8, tsDelta int64, offsetDelta int32, key, value []byte, headers []RecordHeader) []byte {
+	b = appendVarint(b, size)
+	b = append(b, byte(attrs))
+	b = appendVarlong(b, tsDelta)
+	b = appendVarint(b, offsetDelta)
+	b = appendNullable(b, key)
+	b = appendNullable(b, value)
+	b = appendVarint(b, int32(len(headers)))
+	for i := range headers {
+		h := &headers[i]
+		b = appendVarint(b, int32(len(h.Key)))
+		b = append(b, h.Key...)
+		b = appendNullable(b, h.Value)
+	}
+	return b
+}
+
+// headerArena holds the headers of the records of one batch, so that decoding a batch costs
+// two allocations for all its headers rather than two per record. Records' Headers are
+// capacity-limited windows of hdrs; keys are substrings of one string grown in keys. An arena
+// must not be copied once used (strings.Builder forbids it).
+type headerArena struct {
+	countOnly bool // only count headers and key bytes, keep nothing
+	n         int  // headers seen
+	keyBytes  int  // header key bytes seen
+	hdrs      []RecordHeader
+	keys      strings.Builder
+}
+
+// reserve sizes the arena for n headers whose keys total keyBytes, as counted by a scan.
+func (a *headerArena) reserve(n, keyBytes int) {
+	if n > 0 && cap(a.hdrs) == 0 {
+		a.hdrs = make([]RecordHeader, 0, n)
+	}
+	if keyBytes > 0 && a.keys.Cap() == 0 {
+		a.keys.Grow(keyBytes)
+	}
+}
+
+func (a *headerArena) key(b []byte) string {
+	a.keys.Write(b)
+	s := a.keys.String() // aliases the builder's bytes, which it never rewrites
+	return s[len(s)-len(b):]
+}
+
+func recordErr(idx int, format string, args ...any) error {
+	return fmt.Errorf("%w: record %d: %s", ErrCorrupt, idx, fmt.Sprintf(format, args...))
+}
+
+func varintErr(idx int, field string, n int) error {
+	if n == 0 {
+		return recordErr(idx, "%s varint runs past the record", field)
+	}
+	return recordErr(idx, "%s varint overflows", field)
+}
+
+// readNullable reads a length-prefixed byte string at body[p:]: nil for length -1. The result
+// aliases body with its capacity cut to its length, so appending to it cannot overwrite the
+// bytes that follow. field names it in errors, as header hdr's when hdr >= 0; names are only
+// formatted on failure, keeping the success path free of allocations.
+func readNullable(body []byte, p, idx int, field string, hdr int) ([]byte, int, error) {
+	name := func() string {
+		if hdr >= 0 {
+			return fmt.Sprintf("header %d %s", hdr, field)
+		}
+		return field
+	}
+	l, n := readVarint(body[p:])
+	if n <= 0 {
+		return nil, p, varintErr(idx, name()+" length", n)
+	}
+	p += n
+	switch {
+	case l == -1:
+		return nil, p, nil
+	case l < -1:
+		// Kafka reads any negative length as null; no writer produces anything but -1, and
+		// accepting other values would make re-encoding change the bytes.
+		return nil, p, recordErr(idx, "%s length %d", name(), l)
+	case int(l) > len(body)-p:
+		return nil, p, recordErr(idx, "%s length %d exceeds %d bytes left", name(), l, len(body)-p)
+	}
+	end := p + int(l)
+	return body[p:end:end], end, nil
+}
+
+// parseRecord decodes the record at the start of b into r and returns the bytes it occupies.
+// idx numbers the record in errors. Headers go into a (a.countOnly: counted, not kept).
+// Key, Value and header values alias b.
+//
+// Returns ErrCorrupt when a varint is truncated or overflows, a length is negative (other than
+// -1 for nullable fields) or runs past the record, or the fields do not fill the record's
+// length exactly (Kafka's "Invalid record size" InvalidRecordException).
+func parseRecord(b []byte, idx int, r *Record, a *headerArena) (int, error) {
+	length, n := readVarint(b)
+	if n <= 0 {
+		return 0, varintErr(idx, "length", n)
+	}
+	if length < 0 || int(length) > len(b)-n {
+		return 0, recordErr(idx, "length %d exceeds %d bytes left", length, len(b)-n)
+	}
+	size := n + int(length)
+	body := b[n:size:size]
+	if len(body) == 0 {
+		return 0, recordErr(idx, "empty")
+	}
+	r.Attributes = int8(body[0])
+	p := 1
+	if r.TimestampDelta, n = readVarlong(body[p:]); n <= 0 {
+		return 0, varintErr(idx, "timestamp delta", n)
+	}
+	p += n
+	if r.OffsetDelta, n = readVarint(body[p:]); n <= 0 {
+		return 0, varintErr(idx, "offset delta", n)
+	}
+	p += n
+	var err error
+	if r.Key, p, err = readNullable(body, p, idx, "key", -1); err != nil {
+		return 0, err
+	}
+	if r.Value, p, err = readNullable(body, p, idx, "value", -1); err != nil {
+		return 0, err
+	}
+	count, n := readVarint(body[p:])
+	if n <= 0 {
+		return 0, varintErr(idx, "header count", n)
+	}
+	p += n
+	// Each header takes at least two bytes (key and value lengths): bound the count by the bytes
+	// present before anything is sized by it.
+	if count < 0 || int(count) > (len(body)-p)/2 {
+		return 0, recordErr(idx, "header count %d with %d bytes left", count, len(body)-p)
+	}
+	r.Headers = nil
+	start := len(a.hdrs)
+	for j := 0; j < int(count); j++ {
+		kl, n := readVarint(body[p:])
+		if n <= 0 {
+			return 0, varintErr(idx, fmt.Sprintf("header %d key length", j), n)
+		}
+		p += n
+		if kl < 0 || int(kl) > len(body)-p {
+			// Kafka: "Invalid negative header key size"; header keys are never null.
+			return 0, recordErr(idx, "header %d key length %d with %d bytes left", j, kl, len(body)-p)
+		}
+		key := body[p : p+int(kl)]
+		p += int(kl)
+		var value []byte
+		if value, p, err = readNullable(body, p, idx, "value", j); err != nil {
+			return 0, err
+		}
+		if a.countOnly {
+			a.n++
+			a.keyBytes += len(key)
+			continue
+		}
+		a.hdrs = append(a.hdrs, RecordHeader{Key: a.key(key), Value: value})
+	}
+	if p != len(body) {
+		return 0, recordErr(idx, "%d bytes left after its fields in a %d-byte record", len(body)-p, len(body))
+	}
+	if count > 0 && !a.countOnly {
+		r.Headers = a.hdrs[start:len(a.hdrs):len(a.hdrs)]
+	}
+	return size, nil
+}

@@ -1,0 +1,273 @@
+package commitlog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/commitlog-go/commitlog/internal/fsys"
+	"github.com/commitlog-go/commitlog/internal/recordbatch"
+)
+
+// lockFileName is the directory lock of a log opened on its own, named as Kafka names the lock
+// of a log directory.
+const lockFileName = ".lock"
+
+// Log is one partition's log: an append-only sequence of RecordBatch v2 batches numbered by
+// offset, kept in segment files named by their base offset, in a folder laid out as Kafka lays
+// out a partition (<dir>/00000000000000000000.log, .index, .timeindex, ...).
+//
+// One writer at a time appends (Append, AppendAsLeader, AppendAsFollower and TruncateTo are
+// serialised); any number of goroutines read concurrently, and readers never wait for a write's
+// I/O. A Log is safe for concurrent use.
+type Log struct {
+	dir    string
+	cfg    LogConfig
+	fs     fsys.FS
+	logger *slog.Logger
+	now    func() time.Time
+	unlock io.Closer // the directory lock, nil when the owner holds it
+
+	// appendMu serialises writers: appends, rolls, truncation, close.
+	appendMu sync.Mutex
+
+	// mu guards what readers look at: the segment list, the active segment's indexes and
+	// in-memory state, the log start offset, closed. Writers hold it only to publish.
+	mu             sync.RWMutex
+	segments       []*segment // ordered by base offset; the last is the active segment
+	logStartOffset int64
+	recoveryPoint  int64 // offsets below are known durable; checkpointed
+	appendSeq      uint64
+	closed         bool
+	appended       chan struct{} // closed and replaced at every append; see appendedChan
+
+	// syncMu serialises fsyncs; waiters whose write an earlier fsync covered return at once.
+	syncMu     sync.Mutex
+	durableSeq uint64
+	failure    error // set once an fsync fails; guarded by mu
+
+	builders sync.Pool // *recordbatch.Builder
+	scratch  sync.Pool // *[]byte read-ahead buffers for reads
+
+	stopFlusher chan struct{}
+	flusherDone chan struct{}
+}
+
+// OpenLog opens the partition log in dir, creating dir and an empty log when missing, and
+// recovers it: batches written after the last clean shutdown are checked (length, magic, CRC,
+// offsets) and a torn tail is truncated and logged; indexes that are missing or disagree with
+// the data are rebuilt.
+//
+// The directory is locked for as long as the log is open: a second OpenLog of dir, in this
+// process or another, returns ErrLocked and changes nothing. A failed OpenLog leaves no lock, file
+// or mapping open. cfg's zero fields take Kafka's defaults; a field out of range returns
+// ErrInvalidConfig. A corrupt batch in the middle of a sealed segment does not stop the open: it
+// is logged, and reads of it return ErrCorrupt.
+func OpenLog(dir string, cfg LogConfig, opts ...Option) (*Log, error) {
+	o := newOptions(opts)
+	return openLog(dir, cfg, o, true)
+}
+
+func openLog(dir string, cfg LogConfig, o options, lock bool) (l *Log, err error) {
+	cfg = cfg.withDefaults(o.sync)
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	l = &Log{dir: dir, cfg: cfg, fs: o.fs, logger: o.logger.With("log", dir), now: o.now}
+	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("commitlog: open %s: %w", dir, err)
+	}
+	if lock {
+		u, err := l.fs.Lock(filepath.Join(dir, lockFileName))
+		if err != nil {
+			if errors.Is(err, fsys.ErrLocked) {
+				return nil, fmt.Errorf("%w: %s: %w", ErrLocked, dir, err)
+			}
+			return nil, fmt.Errorf("commitlog: lock %s: %w", dir, err)
+		}
+		l.unlock = u
+	}
+	defer func() {
+		if err != nil {
+			for _, s := range l.segments {
+				s.close()
+			}
+			if l.unlock != nil {
+				l.unlock.Close()
+			}
+			l = nil
+		}
+	}()
+	if err := l.load(); err != nil {
+		return nil, err
+	}
+	l.startFlusher()
+	return l, nil
+}
+
+// Dir returns the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Config returns the log's configuration with defaults filled in.
+func (l *Log) Config() LogConfig { return l.cfg }
+
+// LogStartOffset returns the first offset the log holds or will hold (Kafka's log start
+// offset). Offsets below it were never written or have been deleted.
+func (l *Log) LogStartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.logStartOffset
+}
+
+// LogEndOffset returns the offset the next appended record will get (Kafka's log end offset):
+// one past the last record's offset.
+func (l *Log) LogEndOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.active().nextOffset
+}
+
+// Size returns the bytes of batches in all segments.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int64
+	for _, s := range l.segments {
+		n += s.size.Load()
+	}
+	return n
+}
+
+// SegmentCount returns the number of segments, the active one included.
+func (l *Log) SegmentCount() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.segments)
+}
+
+// active returns the segment appends go to. Callers hold mu or appendMu.
+func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
+
+// segmentFor returns the index of the segment whose range holds offset: the last one whose base
+// offset is <= offset. Callers hold mu.
+func (l *Log) segmentFor(offset int64) int {
+	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].baseOffset > offset })
+	return max(i-1, 0)
+}
+
+// Close flushes every segment, trims the indexes, records a clean shutdown so that the next open
+// need not scan, and releases the directory. Blocked and later calls return ErrClosed. Close is
+// idempotent: later calls return nil.
+func (l *Log) Close() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	// Holding syncMu, no group commit is mid-fsync on a file about to close; waiters behind it
+	// find their writes durable or the log failed.
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.broadcastLocked()
+	failed := l.failure
+	l.mu.Unlock()
+	l.stopFlusherAndWait()
+
+	var errs []error
+	act := l.active()
+	clean := failed == nil
+	if clean {
+		if err := act.file.Sync(); err != nil {
+			errs = append(errs, l.fail(err))
+			clean = false
+		} else {
+			l.durableSeq = l.appendSeq
+		}
+	}
+	for _, s := range l.segments {
+		errs = append(errs, s.close())
+	}
+	if clean && errors.Join(errs...) == nil {
+		// Only a log whose every byte reached the disk may skip recovery next time.
+		st := logState{logStartOffset: l.logStartOffset, recoveryPoint: act.nextOffset, clean: true}
+		errs = append(errs, l.writeState(st))
+	}
+	if l.unlock != nil {
+		errs = append(errs, l.unlock.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// checkWritable returns ErrClosed or the recorded sync failure. Callers hold appendMu.
+func (l *Log) checkWritable() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return ErrClosed
+	}
+	return l.failure
+}
+
+// fail records a write-path failure that leaves the disk state unknown: every later write
+// returns it until the log is reopened and recovered.
+func (l *Log) fail(err error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failure == nil {
+		l.failure = fmt.Errorf("%w: %s: %w", ErrSync, l.dir, err)
+		l.logger.Error("log failed; writes refused until reopened", "err", err)
+	}
+	return l.failure
+}
+
+// startFlusher starts the background flush of a SyncInterval policy.
+func (l *Log) startFlusher() {
+	d := l.cfg.Sync.Interval()
+	if d <= 0 {
+		return
+	}
+	l.stopFlusher = make(chan struct{})
+	l.flusherDone = make(chan struct{})
+	go func() {
+		defer close(l.flusherDone)
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-l.stopFlusher:
+				return
+			case <-t.C:
+				if err := l.Sync(); err != nil && !errors.Is(err, ErrClosed) {
+					l.logger.Error("background flush failed", "err", err)
+				}
+			}
+		}
+	}()
+}
+
+func (l *Log) stopFlusherAndWait() {
+	if l.stopFlusher != nil {
+		close(l.stopFlusher)
+		<-l.flusherDone
+	}
+}
+
+// wrapIOErr classifies an error from the file system for the caller.
+func wrapIOErr(op string, err error) error {
+	if isNoSpace(err) {
+		return fmt.Errorf("%w: %s: %w", ErrNoSpace, op, err)
+	}
+	return fmt.Errorf("commitlog: %s: %w", op, err)
+}
+
+var _ = os.ErrNotExist
+var _ = recordbatch.HeaderSize

@@ -1,0 +1,305 @@
+package commitlog
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/commitlog-go/commitlog/internal/recordbatch"
+)
+
+// pendingWrite is one or more whole batches about to be written to the active segment.
+type pendingWrite struct {
+	data    []byte
+	batches []batchInfo // positions relative to the start of data
+	// firstOffset and lastOffset span the batches' offsets once assigned; maxTimestamp is the
+	// largest batch MaxTimestamp.
+	firstOffset, lastOffset, maxTimestamp int64
+}
+
+// Append encodes recs into a RecordBatch v2 and appends it, assigning consecutive offsets from
+// the log end offset. Each record's Offset is set; its Timestamp is set to the append time when
+// zero, and always under LogAppendTime. Records that together exceed MaxMessageBytes are split
+// into several batches in order; a single record that cannot fit a batch of MaxMessageBytes
+// returns ErrRecordTooLarge and nothing is written.
+//
+// Under SyncAlways Append returns once the batch is on stable storage; concurrent appends share
+// one fdatasync. It returns ErrClosed after Close, an error wrapping ErrSync after a failed
+// fsync, ErrNoSpace when the disk is full (nothing of the call stays in the log), and ctx's
+// error if ctx is done before the write starts.
+func (l *Log) Append(ctx context.Context, recs ...*Record) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	now := l.now()
+	for _, r := range recs {
+		if r.Timestamp.IsZero() || l.cfg.TimestampType == LogAppendTime {
+			r.Timestamp = now
+		}
+	}
+	enc := l.getEncoder()
+	defer l.builders.Put(enc)
+	w, err := enc.encode(recs, &l.cfg)
+	if err != nil {
+		return err
+	}
+	seq, first, err := l.write(w, true)
+	if err != nil {
+		return err
+	}
+	for i, r := range recs {
+		r.Offset = first + int64(i)
+	}
+	return l.awaitDurable(seq)
+}
+
+// AppendAsLeader appends batches handed over as RecordBatch v2 bytes, back to back (a producer's
+// batches, as a broker receives them), and assigns them offsets from the log end offset, as
+// Kafka's leader does. The bytes are validated (length, magic, CRC, record framing and count,
+// consecutive offset deltas) and stored unchanged but for BaseOffset, which the CRC does not
+// cover, and, under LogAppendTime, the timestamp type and MaxTimestamp (CRC recomputed). The
+// rewrite happens in place: batches is the log's until the call returns.
+//
+// It returns the first and last offsets assigned. ErrCorrupt when a batch is malformed,
+// ErrRecordTooLarge when one is larger than MaxMessageBytes; nothing is written then. Other
+// errors as for Append.
+func (l *Log) AppendAsLeader(ctx context.Context, batches []byte) (firstOffset, lastOffset int64, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, 0, err
+	}
+	w, err := l.validateRaw(batches, true)
+	if err != nil {
+		return 0, 0, err
+	}
+	if l.cfg.TimestampType == LogAppendTime {
+		now := l.now().UnixMilli()
+		for _, b := range w.batches {
+			recordbatch.SetLogAppendTime(batches[b.position:b.position+int64(b.size)], now)
+		}
+		w.maxTimestamp = now
+		for i := range w.batches {
+			w.batches[i].maxTimestamp = now
+		}
+	}
+	seq, first, err := l.write(w, true)
+	if err != nil {
+		return 0, 0, err
+	}
+	return first, first + (w.lastOffset - w.firstOffset), l.awaitDurable(seq)
+}
+
+// AppendAsFollower appends batches that already carry their offsets (a follower copying its
+// leader, byte for byte). Each batch's base offset must be at least the log end offset and above
+// the previous batch's last offset; gaps are allowed, as compaction leaves them. It returns the
+// last offset appended. ErrOffsetOutOfOrder when offsets do not grow; other errors as for
+// AppendAsLeader. Nothing is written when an error is returned before the write.
+func (l *Log) AppendAsFollower(ctx context.Context, batches []byte) (lastOffset int64, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	w, err := l.validateRaw(batches, false)
+	if err != nil {
+		return 0, err
+	}
+	seq, _, err := l.write(w, false)
+	if err != nil {
+		return 0, err
+	}
+	return w.lastOffset, l.awaitDurable(seq)
+}
+
+// validateRaw checks every batch in data and describes them for write. For a leader's append
+// the offsets are placeholders, assigned by write.
+func (l *Log) validateRaw(data []byte, leader bool) (*pendingWrite, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: no batches", ErrCorrupt)
+	}
+	w := &pendingWrite{data: data, maxTimestamp: -1}
+	lim := recordbatch.Limits{MaxBatchSize: l.cfg.MaxMessageBytes, MaxDecompressedSize: l.cfg.MaxMessageBytes}
+	var next int64
+	for pos := 0; pos < len(data); {
+		h, err := recordbatch.ParseHeader(data[pos:], 0)
+		if err == nil && h.Size() > l.cfg.MaxMessageBytes {
+			return nil, fmt.Errorf("%w: batch at byte %d is %d bytes, max.message.bytes is %d", ErrRecordTooLarge, pos, h.Size(), l.cfg.MaxMessageBytes)
+		}
+		if err == nil {
+			if leader {
+				// A producer's batch gets the broker's checks (Kafka's LogValidator).
+				h, err = recordbatch.Validate(data[pos:], lim)
+			} else {
+				// A leader's batch may be a control batch or have compaction gaps.
+				var b recordbatch.Batch
+				b, err = recordbatch.Decode(data[pos:], lim)
+				h = b.Header
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: batch at byte %d: %w", ErrCorrupt, pos, err)
+		}
+		if leader {
+			h.BaseOffset = next // placeholder, rebased by write
+		} else if len(w.batches) > 0 && h.BaseOffset < next {
+			return nil, fmt.Errorf("%w: batch at byte %d: base offset %d not above the previous batch's last offset %d", ErrOffsetOutOfOrder, pos, h.BaseOffset, next-1)
+		}
+		if len(w.batches) == 0 {
+			w.firstOffset = h.BaseOffset
+		}
+		w.batches = append(w.batches, batchInfo{position: int64(pos), size: h.Size(), baseOffset: h.BaseOffset, lastOffset: h.LastOffset(), maxTimestamp: h.MaxTimestamp})
+		w.lastOffset = h.LastOffset()
+		w.maxTimestamp = max(w.maxTimestamp, h.MaxTimestamp)
+		next = h.NextOffset()
+		pos += h.Size()
+	}
+	return w, nil
+}
+
+// write appends w's bytes to the active segment, rolling first when they do not fit, and
+// publishes them to readers. With assign set, offsets are assigned from the log end offset and
+// written into the batches; otherwise w's own offsets must start at or above it. It returns the
+// write's sequence number for awaitDurable and the first offset written.
+func (l *Log) write(w *pendingWrite, assign bool) (seq uint64, firstOffset int64, err error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return 0, 0, err
+	}
+	seg := l.active()
+	leo := seg.nextOffset
+	if assign {
+		shift := leo - w.firstOffset
+		for i := range w.batches {
+			b := &w.batches[i]
+			b.baseOffset += shift
+			b.lastOffset += shift
+			recordbatch.SetBaseOffset(w.data[b.position:], b.baseOffset)
+		}
+		w.firstOffset, w.lastOffset = leo, w.lastOffset+shift
+	} else if w.firstOffset < leo {
+		return 0, 0, fmt.Errorf("%w: base offset %d below the log end offset %d", ErrOffsetOutOfOrder, w.firstOffset, leo)
+	}
+
+	if !seg.canHold(len(w.data), w.lastOffset, w.maxTimestamp) {
+		// A follower's batch after a gap starts the new segment at its own base offset.
+		if err := l.roll(max(leo, w.firstOffset)); err != nil {
+			return 0, 0, err
+		}
+		seg = l.active()
+	}
+
+	pos := seg.size.Load()
+	if _, err := seg.file.WriteAt(w.data, pos); err != nil {
+		// Remove whatever part reached the file so the framing stays whole; if even that fails
+		// the file's state is unknown and the log stops taking writes.
+		if terr := seg.file.Truncate(pos); terr != nil {
+			l.fail(fmt.Errorf("remove partial write of %s at %d: %w (after %w)", seg.path(logSuffix), pos, terr, err))
+		}
+		return 0, 0, wrapIOErr("write "+seg.path(logSuffix), err)
+	}
+
+	l.mu.Lock()
+	var ierr error
+	for _, b := range w.batches {
+		b.position += pos
+		if ierr = seg.indexBatch(b); ierr != nil {
+			break
+		}
+	}
+	if ierr == nil {
+		seg.size.Store(pos + int64(len(w.data)))
+		l.appendSeq++
+		l.broadcastLocked()
+	}
+	seq = l.appendSeq
+	l.mu.Unlock()
+	if ierr != nil {
+		return 0, 0, l.fail(fmt.Errorf("index %s: %w", seg.path(logSuffix), ierr))
+	}
+	return seq, w.firstOffset, nil
+}
+
+// roll seals the active segment and starts a new one at newBase. Sealing flushes the old
+// segment's data and indexes; the new files are made durable with a directory fsync before any
+// append lands in them. An empty active segment is replaced rather than sealed. Callers hold
+// appendMu.
+func (l *Log) roll(newBase int64) error {
+	old := l.active()
+	if old.size.Load() == 0 {
+		if err := old.remove(); err != nil {
+			return l.fail(fmt.Errorf("remove empty segment %s: %w", old.path(logSuffix), err))
+		}
+	} else if err := old.seal(); err != nil {
+		return l.fail(fmt.Errorf("seal %s: %w", old.path(logSuffix), err))
+	}
+	seg, err := createSegment(l.fs, l.dir, newBase, &l.cfg)
+	if err != nil {
+		return l.fail(fmt.Errorf("create segment %d: %w", newBase, err))
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		seg.remove()
+		return l.fail(fmt.Errorf("sync directory %s: %w", l.dir, err))
+	}
+	l.mu.Lock()
+	if old.size.Load() == 0 {
+		l.segments[len(l.segments)-1] = seg
+	} else {
+		l.segments = append(l.segments, seg)
+	}
+	l.recoveryPoint = newBase
+	st := logState{logStartOffset: l.logStartOffset, recoveryPoint: newBase}
+	l.mu.Unlock()
+	// Everything below newBase is on disk; a crash from here on scans only the new segment.
+	if err := l.writeState(st); err != nil {
+		l.logger.Warn("recovery point checkpoint failed; the next recovery scans more", "err", err)
+	}
+	l.logger.Debug("rolled segment", "base_offset", newBase)
+	return nil
+}
+
+// awaitDurable waits, under SyncAlways, until the write numbered seq is on stable storage.
+func (l *Log) awaitDurable(seq uint64) error {
+	if l.cfg.Sync != SyncAlways {
+		return nil
+	}
+	return l.syncTo(seq)
+}
+
+// Sync flushes every append made so far to stable storage, whatever the sync policy. Returns
+// ErrClosed after Close, and an error wrapping ErrSync (and the operating system's error) if the
+// fsync fails; the log then refuses writes until reopened.
+func (l *Log) Sync() error {
+	l.mu.RLock()
+	seq, closed := l.appendSeq, l.closed
+	l.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	return l.syncTo(seq)
+}
+
+// syncTo makes writes up to seq durable. Group commit: callers queue on syncMu; the one that
+// gets it flushes everything published so far, so the callers behind it whose writes that
+// covered return without an fsync of their own. Segments before the active one were flushed
+// when they were sealed.
+func (l *Log) syncTo(seq uint64) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if l.durableSeq >= seq {
+		return nil
+	}
+	l.mu.RLock()
+	failure, closed, target, seg := l.failure, l.closed, l.appendSeq, l.active()
+	l.mu.RUnlock()
+	if failure != nil {
+		return failure
+	}
+	if closed {
+		return ErrClosed
+	}
+	if err := seg.file.Sync(); err != nil {
+		return l.fail(fmt.Errorf("fdatasync %s: %w", seg.path(logSuffix), err))
+	}
+	l.durableSeq = target
+	return nil
+}

@@ -1,0 +1,130 @@
+package commitlog
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/commitlog-go/commitlog/internal/checkpoint"
+)
+
+// load opens the segments found in the directory and recovers them. Called once, by openLog.
+func (l *Log) load() error {
+	st, haveState := l.readState()
+	if err := checkpoint.CleanTemp(l.fs, l.dir); err != nil {
+		return err
+	}
+	bases, err := l.listSegments()
+	if err != nil {
+		return err
+	}
+
+	// Which segments may hold bytes that were never known to be flushed: after a clean close
+	// none; after a crash every segment that can hold offsets at or past the recovery point;
+	// without state (a folder from a Kafka broker, or damaged state) the last one only, trusting
+	// the broker's flushed sealed segments as Kafka trusts its own recovery checkpoint.
+	scanFrom := int64(1<<63 - 1)
+	switch {
+	case haveState && !st.clean:
+		scanFrom = st.recoveryPoint
+	case !haveState && len(bases) > 0:
+		scanFrom = bases[len(bases)-1]
+	}
+
+	for i, base := range bases {
+		last := i == len(bases)-1
+		s, err := openSegment(l.fs, l.dir, base, &l.cfg, !last)
+		if err != nil {
+			return err
+		}
+		l.segments = append(l.segments, s)
+		fileSize := s.size.Load()
+		full := last && base >= scanFrom || !last && bases[i+1] > scanFrom
+		rep, err := s.load(full)
+		if err != nil {
+			return fmt.Errorf("commitlog: load %s: %w", s.path(logSuffix), err)
+		}
+		if rep.rebuilt != nil {
+			l.logger.Warn("index rebuilt from the log", "segment", s.path(logSuffix), "reason", rep.rebuilt)
+		}
+		if rep.badPos < 0 {
+			continue
+		}
+		if !last {
+			// A bad batch inside a sealed segment is corruption, not a torn write: the segment
+			// was flushed before the next one was created. Keep every byte; reads of the bad
+			// batch return ErrCorrupt and the batches around it stay readable.
+			l.logger.Error("corrupt batch in a sealed segment; left in place",
+				"segment", s.path(logSuffix), "position", rep.badPos, "err", rep.cause)
+			s.size.Store(fileSize)
+			s.nextOffset = bases[i+1]
+			continue
+		}
+		l.logger.Warn("truncating torn tail", "segment", s.path(logSuffix),
+			"position", rep.badPos, "bytes", fileSize-rep.badPos, "err", rep.cause)
+		if err := s.file.Truncate(rep.badPos); err != nil {
+			return fmt.Errorf("commitlog: truncate %s: %w", s.path(logSuffix), err)
+		}
+		if err := s.file.Sync(); err != nil {
+			return fmt.Errorf("commitlog: sync %s: %w", s.path(logSuffix), err)
+		}
+	}
+
+	if len(l.segments) == 0 {
+		// An empty log, or one whose every segment was deleted by retention: numbering resumes
+		// at the checkpointed log start offset, never at 0 again.
+		s, err := createSegment(l.fs, l.dir, st.logStartOffset, &l.cfg)
+		if err != nil {
+			return err
+		}
+		l.segments = append(l.segments, s)
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
+	}
+	for i := 1; i < len(l.segments); i++ {
+		if prev := l.segments[i-1]; prev.nextOffset > l.segments[i].baseOffset {
+			return fmt.Errorf("%w: segment %s ends at offset %d, past the next segment's base offset %d",
+				ErrCorrupt, prev.path(logSuffix), prev.nextOffset-1, l.segments[i].baseOffset)
+		}
+	}
+	l.logStartOffset = max(st.logStartOffset, l.segments[0].baseOffset)
+	l.recoveryPoint = l.active().nextOffset
+	// From here on a crash must not pass for a clean shutdown.
+	return l.writeState(logState{logStartOffset: l.logStartOffset, recoveryPoint: l.recoveryPoint})
+}
+
+// listSegments returns the base offsets of the .log files in the directory, in order, after
+// deleting index files that have no .log (Kafka deletes such orphans too).
+func (l *Log) listSegments() ([]int64, error) {
+	entries, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return nil, fmt.Errorf("commitlog: list %s: %w", l.dir, err)
+	}
+	logs := map[int64]bool{}
+	var bases []int64
+	for _, e := range entries {
+		if base, ok := parseSegmentName(e.Name(), logSuffix); ok && !e.IsDir() {
+			logs[base] = true
+			bases = append(bases, base)
+		}
+	}
+	for _, e := range entries {
+		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+			if base, ok := parseSegmentName(e.Name(), suf); ok && !logs[base] {
+				p := filepath.Join(l.dir, e.Name())
+				l.logger.Warn("removing index without a log file", "file", p)
+				if err := l.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return nil, err
+				}
+			}
+		}
+	}
+	slices.Sort(bases)
+	return bases, nil
+}
+
+var _ = strings.HasSuffix

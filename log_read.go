@@ -1,0 +1,282 @@
+package commitlog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/commitlog-go/commitlog/internal/recordbatch"
+)
+
+// locateChunk is the read-ahead used to find the batch holding an offset: the index leaves at
+// most index.interval.bytes (4 KiB by default) plus one batch to walk.
+const locateChunk = 8 << 10
+
+// ReadBatches appends to dst the whole batches that hold offset and the offsets after it, in
+// order, up to maxBytes in total (the first batch is returned whole even when larger), and
+// returns the extended slice. The batches are Kafka's bytes as stored: a broker can hand them to
+// a fetch response unchanged. The first batch may start below offset (a batch is never split);
+// batches never reach past the log end offset seen when the call began. Every batch returned has
+// a verified CRC.
+//
+// Reading at exactly the log end offset returns dst unchanged and no error. It returns
+// ErrOffsetOutOfRange when offset < LogStartOffset or offset > LogEndOffset, ErrCorrupt (naming
+// segment, position and offset) when the first batch it would return is corrupt, and ErrClosed
+// after Close. Readers never block writers.
+func (l *Log) ReadBatches(dst []byte, offset int64, maxBytes int) ([]byte, error) {
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return dst, ErrClosed
+	}
+	start, end := l.logStartOffset, l.active().nextOffset
+	if offset < start || offset > end {
+		l.mu.RUnlock()
+		return dst, fmt.Errorf("%w: offset %d, log %s holds [%d, %d)", ErrOffsetOutOfRange, offset, l.dir, start, end)
+	}
+	if offset == end {
+		l.mu.RUnlock()
+		return dst, nil
+	}
+	i := l.segmentFor(offset)
+	segs := l.segments[i:]
+	limits := make([]int64, len(segs))
+	for j, s := range segs {
+		limits[j] = s.size.Load()
+	}
+	_, pos := segs[0].offsetIdx.Lookup(offset)
+	l.mu.RUnlock()
+
+	buf := l.getScratch()
+	defer l.scratch.Put(buf)
+	for j, s := range segs {
+		if j > 0 {
+			pos = 0
+		}
+		out, found, err := s.read(dst, offset, end, pos, limits[j], maxBytes, buf)
+		if err != nil {
+			if l.isClosed() {
+				return dst, ErrClosed
+			}
+			return dst, err
+		}
+		if found {
+			return out, nil
+		}
+		// offset lies in a gap after this segment's last batch (compaction leaves gaps): the
+		// next segment holds the following offsets.
+	}
+	return dst, nil
+}
+
+func (l *Log) isClosed() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.closed
+}
+
+func (l *Log) getScratch() *[]byte {
+	if b, ok := l.scratch.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, locateChunk)
+	return &b
+}
+
+// read finds, from pos, the first batch whose last offset is >= offset and appends it and the
+// batches after it in this segment to dst, up to maxBytes and below end. found is false when
+// the segment holds no such batch.
+func (s *segment) read(dst []byte, offset, end, pos, limit int64, maxBytes int, scratch *[]byte) (out []byte, found bool, err error) {
+	sc := newScanner(s.file, pos, limit, s.maxBatchSize(), locateChunk, *scratch)
+	defer func() { *scratch = sc.buf[:0] }()
+	var h recordbatch.Header
+	for {
+		h, err = sc.header()
+		if errors.Is(err, io.EOF) {
+			return dst, false, nil
+		}
+		if err != nil {
+			return dst, false, s.readError(sc.pos, offset, err)
+		}
+		if h.BaseOffset >= end {
+			return dst, false, nil
+		}
+		if h.LastOffset() >= offset {
+			break
+		}
+		sc.skip(h)
+	}
+
+	// One read for everything returned: from the batch found up to maxBytes, or the whole first
+	// batch when it is larger; then cut at the last whole batch that is valid and below end.
+	first := sc.pos
+	n := min(max(int64(maxBytes), int64(h.Size())), limit-first)
+	base := len(dst)
+	dst = grow(dst, int(n))
+	m, rerr := s.file.ReadAt(dst[base:base+int(n)], first)
+	if int64(m) < n {
+		if rerr == nil || errors.Is(rerr, io.EOF) {
+			rerr = io.ErrUnexpectedEOF
+		}
+		return dst[:base], false, s.readError(first, offset, rerr)
+	}
+	var used int
+	for used < int(n) {
+		b := dst[base+used : base+int(n)]
+		bh, err := recordbatch.Check(b, s.maxBatchSize())
+		if err == nil && bh.BaseOffset >= end {
+			break
+		}
+		if err != nil {
+			if used == 0 {
+				return dst[:base], false, s.readError(first, offset, err)
+			}
+			// Not the caller's batch: a later read starting there reports it.
+			break
+		}
+		used += bh.Size()
+	}
+	return dst[:base+used], true, nil
+}
+
+// readError wraps an error met reading at pos, looking for offset.
+func (s *segment) readError(pos, offset int64, err error) error {
+	if errors.Is(err, recordbatch.ErrCorrupt) || errors.Is(err, recordbatch.ErrShort) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return s.corruptError(pos, offset, err)
+	}
+	return fmt.Errorf("commitlog: read %s at %d: %w", s.path(logSuffix), pos, err)
+}
+
+// grow extends b by n bytes, reallocating when its capacity is short.
+func grow(b []byte, n int) []byte {
+	if cap(b)-len(b) < n {
+		nb := make([]byte, len(b), len(b)+n)
+		copy(nb, b)
+		b = nb
+	}
+	return b[:len(b)+n]
+}
+
+// OffsetForTime returns the offset of the first record whose timestamp is >= ts, searching in
+// offset order from the log start offset, or the log end offset when no record is that recent
+// (Kafka's ListOffsets by timestamp). Records whose timestamps go backwards are handled as Kafka
+// does: the segment is the first whose largest timestamp is >= ts, and the time index, which
+// only grows, gives the offset to scan from. Returns ErrClosed after Close and ErrCorrupt when a
+// batch on the way cannot be read.
+func (l *Log) OffsetForTime(ts int64) (int64, error) {
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return 0, ErrClosed
+	}
+	start, end := l.logStartOffset, l.active().nextOffset
+	type cand struct {
+		s         *segment
+		from, pos int64
+		limit     int64
+	}
+	var cands []cand
+	for i := l.segmentFor(start); i < len(l.segments); i++ {
+		s := l.segments[i]
+		if s.maxTimestamp < ts {
+			continue
+		}
+		from := s.baseOffset
+		if off, ok := s.timeIdx.LookupBefore(ts); ok {
+			from = off + 1
+		}
+		from = max(from, start)
+		_, pos := s.offsetIdx.Lookup(from)
+		cands = append(cands, cand{s, from, pos, s.size.Load()})
+	}
+	l.mu.RUnlock()
+
+	for _, c := range cands {
+		off, found, err := c.s.firstAtOrAfter(ts, c.from, end, c.pos, c.limit, l.cfg.MaxMessageBytes)
+		if err != nil {
+			return 0, err
+		}
+		if found {
+			return off, nil
+		}
+	}
+	return end, nil
+}
+
+// firstAtOrAfter scans from pos for the first record at an offset >= from and below end whose
+// timestamp is >= ts.
+func (s *segment) firstAtOrAfter(ts, from, end, pos, limit int64, maxDecompressed int) (int64, bool, error) {
+	sc := newScanner(s.file, pos, limit, s.maxBatchSize(), locateChunk, nil)
+	lim := recordbatch.Limits{MaxBatchSize: s.maxBatchSize(), MaxDecompressedSize: max(maxDecompressed, s.maxBatchSize())}
+	for {
+		h, err := sc.header()
+		if errors.Is(err, io.EOF) {
+			return 0, false, nil
+		}
+		if err != nil {
+			return 0, false, s.readError(sc.pos, from, err)
+		}
+		if h.BaseOffset >= end {
+			return 0, false, nil
+		}
+		if h.LastOffset() >= from && h.MaxTimestamp >= ts && !h.Attributes.Control() {
+			b, err := sc.batch(h)
+			if err != nil {
+				return 0, false, s.readError(sc.pos, from, err)
+			}
+			off, ok, err := firstRecordAtOrAfter(b, lim, from, ts)
+			if err != nil {
+				return 0, false, s.readError(sc.pos, from, err)
+			}
+			if ok {
+				return off, true, nil
+			}
+		}
+		sc.skip(h)
+	}
+}
+
+// broadcastLocked wakes everything waiting for an append. Callers hold mu.
+func (l *Log) broadcastLocked() {
+	if l.appended != nil {
+		close(l.appended)
+	}
+	l.appended = make(chan struct{})
+}
+
+// appendedChan returns a channel closed at the next append (or truncation, or Close).
+func (l *Log) appendedChan() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.appended == nil {
+		l.appended = make(chan struct{})
+	}
+	return l.appended
+}
+
+// firstRecordAtOrAfter returns the offset of the first record of batch b at or after offset
+// from whose timestamp is >= ts.
+func firstRecordAtOrAfter(b []byte, lim recordbatch.Limits, from, ts int64) (int64, bool, error) {
+	batch, err := recordbatch.Decode(b, lim)
+	if err != nil {
+		return 0, false, err
+	}
+	for r := range batch.Records() {
+		if off := batch.RecordOffset(&r); off >= from && batch.RecordTimestamp(&r) >= ts {
+			return off, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// ReadRecords returns the records from offset on, decoded from the batches ReadBatches(nil,
+// offset, maxBytes) returns: at least one record when offset is below the log end offset (unless
+// the batches there hold only control records), none at the log end offset. The records are the
+// caller's. Errors as for ReadBatches.
+func (l *Log) ReadRecords(offset int64, maxBytes int) ([]*Record, error) {
+	b, err := l.ReadBatches(nil, offset, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeRecords(nil, b, offset, l.cfg.MaxMessageBytes)
+}

@@ -1,0 +1,122 @@
+package commitlog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+// TruncateTo removes every record at or after offset, as a follower does before it fetches from a
+// new leader (Kafka's truncateTo). A batch is never split: when offset falls inside a batch the
+// whole batch goes, and the log end offset becomes that batch's base offset. Later segments are
+// deleted and the segment holding offset becomes the active one, its indexes rebuilt.
+//
+// Offsets at or past the log end offset change nothing. It returns ErrOffsetOutOfRange when
+// offset < LogStartOffset, ErrClosed after Close, and an error wrapping ErrSync when the
+// truncation could not be made durable. Readers reading the removed records while TruncateTo
+// runs get errors, never another file's bytes.
+func (l *Log) TruncateTo(offset int64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	// No fsync of the group commit may run on a segment being removed.
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+
+	l.mu.RLock()
+	start, end := l.logStartOffset, l.active().nextOffset
+	i := l.segmentFor(offset)
+	l.mu.RUnlock()
+	if offset >= end {
+		return nil
+	}
+	if offset < start {
+		return fmt.Errorf("%w: truncate to %d below the log start offset %d", ErrOffsetOutOfRange, offset, start)
+	}
+	keep := l.segments[i]
+	cut, err := keep.positionOf(offset)
+	if err != nil {
+		return err
+	}
+
+	l.mu.Lock()
+	drop := append([]*segment(nil), l.segments[i+1:]...)
+	l.segments = l.segments[:i+1]
+	l.mu.Unlock()
+	for _, s := range drop {
+		if err := s.remove(); err != nil {
+			return l.fail(fmt.Errorf("remove segment %s: %w", s.path(logSuffix), err))
+		}
+	}
+
+	// Readers look up the active segment's indexes under mu, so the rebuild happens under it.
+	l.mu.Lock()
+	err = keep.truncate(cut)
+	if err == nil {
+		l.recoveryPoint = min(l.recoveryPoint, keep.nextOffset)
+		l.durableSeq = l.appendSeq
+		l.broadcastLocked()
+	}
+	st := logState{logStartOffset: l.logStartOffset, recoveryPoint: l.recoveryPoint}
+	l.mu.Unlock()
+	if err != nil {
+		return l.fail(fmt.Errorf("truncate %s to %d: %w", keep.path(logSuffix), cut, err))
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.fail(fmt.Errorf("sync directory %s: %w", l.dir, err))
+	}
+	if err := l.writeState(st); err != nil {
+		l.logger.Warn("recovery point checkpoint failed; the next recovery scans more", "err", err)
+	}
+	l.logger.Info("truncated", "offset", offset, "log_end_offset", keep.nextOffset)
+	return nil
+}
+
+// positionOf returns the position of the first batch whose last offset is >= offset, or the
+// segment's size when there is none.
+func (s *segment) positionOf(offset int64) (int64, error) {
+	_, pos := s.offsetIdx.Lookup(offset)
+	sc := newScanner(s.file, pos, s.size.Load(), s.maxBatchSize(), locateChunk, nil)
+	for {
+		h, err := sc.header()
+		if errors.Is(err, io.EOF) {
+			return sc.pos, nil
+		}
+		if err != nil {
+			return 0, s.readError(sc.pos, offset, err)
+		}
+		if h.LastOffset() >= offset {
+			return sc.pos, nil
+		}
+		sc.skip(h)
+	}
+}
+
+// truncate cuts the segment's data at pos, makes it the writable active segment again and
+// rebuilds its indexes and state from what remains.
+func (s *segment) truncate(pos int64) error {
+	if err := s.file.Truncate(pos); err != nil {
+		return err
+	}
+	if err := s.file.Sync(); err != nil {
+		return err
+	}
+	s.size.Store(pos)
+	if err := s.closeIndexes(); err != nil {
+		return err
+	}
+	s.sealed = false
+	if err := s.recreateIndexes(); err != nil {
+		return err
+	}
+	rep, err := s.rebuild()
+	if err != nil {
+		return err
+	}
+	if rep.badPos >= 0 {
+		return s.corruptError(rep.badPos, s.nextOffset, rep.cause)
+	}
+	return nil
+}

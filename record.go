@@ -1,0 +1,89 @@
+package commitlog
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/commitlog-go/commitlog/internal/recordbatch"
+)
+
+// Header is a record header: a name (Key string) and a value (Value []byte). Names may repeat
+// within a record and their order is kept, as in Kafka. A nil Value is a null header value.
+// It is the codec's own type, so records are encoded without copying their headers.
+type Header = recordbatch.RecordHeader
+
+// Record is one event in a partition's log. Field names follow franz-go's kgo.Record.
+type Record struct {
+	// Key picks the partition; records with equal keys stay in order in one partition. A nil
+	// Key is a null key (length -1 on disk); an empty non-nil Key is a key of length 0.
+	Key []byte
+	// Value is the payload; nil is a null value (a tombstone under compaction).
+	Value []byte
+	// Headers are carried as given, repeated names and order included.
+	Headers []Header
+	// Timestamp is the record's time, stored in milliseconds since the Unix epoch. On append a
+	// zero Timestamp is set to the append time; under LogAppendTime it is always overwritten.
+	Timestamp time.Time
+	// Topic is the topic's name, set on append and on read.
+	Topic string
+	// Partition is the partition number, set on append and on read.
+	Partition int32
+	// Offset is the record's position in its partition, assigned at append, starting at 0;
+	// never reused.
+	Offset int64
+}
+
+// DecodeRecords decodes the RecordBatch v2 batches in batches (back to back, as ReadBatches
+// returns them) and appends their records to dst, skipping records whose offset is below from
+// and control batches (transaction markers, which Kafka's consumers never see). The records are
+// the caller's: their keys, values and headers are copied out of batches. maxDecompressed bounds
+// the decompressed size of one batch (0 means Kafka's default max.message.bytes).
+//
+// Returns ErrCorrupt (wrapping the codec's reason, with the batch's byte position) for a batch
+// that does not decode; the records decoded before it are in the returned slice.
+func DecodeRecords(dst []*Record, batches []byte, from int64, maxDecompressed int) ([]*Record, error) {
+	lim := recordbatch.Limits{MaxBatchSize: -1, MaxDecompressedSize: maxDecompressed}
+	for pos := 0; pos < len(batches); {
+		b, err := recordbatch.Decode(batches[pos:], lim)
+		if err != nil {
+			return dst, fmt.Errorf("%w: batch at byte %d: %w", ErrCorrupt, pos, err)
+		}
+		pos += b.Size()
+		if b.Attributes.Control() || b.LastOffset() < from {
+			continue
+		}
+		for r := range b.Records() {
+			off := b.RecordOffset(&r)
+			if off < from {
+				continue
+			}
+			dst = append(dst, ownedRecord(&b, &r, off))
+		}
+	}
+	return dst, nil
+}
+
+// ownedRecord copies r out of its batch in one allocation for all its bytes.
+func ownedRecord(b *recordbatch.Batch, r *recordbatch.Record, off int64) *Record {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Value)
+	}
+	buf := make([]byte, 0, n)
+	take := func(p []byte) []byte {
+		if p == nil {
+			return nil
+		}
+		buf = append(buf, p...)
+		return buf[len(buf)-len(p) : len(buf) : len(buf)]
+	}
+	rec := &Record{Key: take(r.Key), Value: take(r.Value), Offset: off,
+		Timestamp: time.UnixMilli(b.RecordTimestamp(r))}
+	if len(r.Headers) > 0 {
+		rec.Headers = make([]Header, len(r.Headers))
+		for i, h := range r.Headers {
+			rec.Headers[i] = Header{Key: h.Key, Value: take(h.Value)}
+		}
+	}
+	return rec
+}

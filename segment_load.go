@@ -1,0 +1,191 @@
+package commitlog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/commitlog-go/commitlog/internal/index"
+	"github.com/commitlog-go/commitlog/internal/recordbatch"
+)
+
+// scanChunk is the read-ahead of recovery scans: large, since they read everything.
+const scanChunk = 1 << 20
+
+// loadReport says how loading a segment went, for the log to act on and to log.
+type loadReport struct {
+	// badPos is the position of the first invalid batch, or -1 when every byte up to the end
+	// of the file is whole batches.
+	badPos int64
+	// cause says what was wrong at badPos.
+	cause error
+	// rebuilt is set when an index was rebuilt from the log, and why.
+	rebuilt error
+}
+
+// load recovers the in-memory state of a segment opened with openSegment and brings its indexes
+// in line with its data.
+//
+// With full set (the segment may hold bytes written after the last known flush) it rebuilds
+// both indexes from a scan of every batch. Otherwise it trusts the batches before the last
+// offset index entry and scans from there; if either index fails its check (missing, a size
+// that is not whole entries, out of order, pointing past the data) it falls back to the full
+// rebuild. The scan stops at the first batch with a bad length, magic or CRC, or a base offset
+// not above the previous batch's last offset; load reports that position and leaves the file
+// alone: truncating is the log's decision.
+func (s *segment) load(full bool) (loadReport, error) {
+	rep := loadReport{badPos: -1}
+	if err := s.openIndexes(!s.sealed); err != nil {
+		if !errors.Is(err, index.ErrCorrupt) {
+			return rep, err
+		}
+		rep.rebuilt = err
+		full = true
+	}
+	if !full {
+		if err := s.offsetIdx.Check(s.size.Load()); err != nil {
+			rep.rebuilt, full = err, true
+		} else if err := s.timeIdx.Check(1<<63 - 1); err != nil {
+			rep.rebuilt, full = err, true
+		}
+	}
+	if !full {
+		r, err := s.scanTail()
+		if err != nil {
+			return rep, err
+		}
+		// A time index pointing past the recovered data (the log was cut under it) is rebuilt.
+		if ts, off, ok := s.timeIdx.LastEntry(); ok && off >= s.nextOffset {
+			rep.rebuilt = fmt.Errorf("%w: time index entry (%d, %d) past the last offset %d",
+				index.ErrCorrupt, ts, off, s.nextOffset-1)
+			full = true
+		} else if r.badPos >= 0 {
+			// Entries at or past a bad batch would point into bytes about to be cut.
+			if _, pos, ok := s.offsetIdx.LastEntry(); ok && pos >= r.badPos {
+				full = true
+			} else {
+				rep.badPos, rep.cause = r.badPos, r.cause
+			}
+		}
+	}
+	if full {
+		if s.sealed || s.offsetIdx == nil {
+			// A sealed segment's indexes are read-only: rebuild them in fresh writable files.
+			if err := s.recreateIndexes(); err != nil {
+				return rep, err
+			}
+		}
+		r, err := s.rebuild()
+		if err != nil {
+			return rep, err
+		}
+		rep.badPos, rep.cause = r.badPos, r.cause
+		if s.sealed {
+			s.sealed = false
+			if err := s.seal(); err != nil {
+				return rep, err
+			}
+		}
+	}
+	return rep, nil
+}
+
+// recreateIndexes replaces the segment's index files with empty writable ones.
+func (s *segment) recreateIndexes() error {
+	if err := s.closeIndexes(); err != nil {
+		return err
+	}
+	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+		if err := s.fs.Remove(s.path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return s.openIndexes(true)
+}
+
+// rebuild empties both indexes and scans every batch from position 0.
+func (s *segment) rebuild() (loadReport, error) {
+	s.offsetIdx.Reset()
+	s.timeIdx.Reset()
+	s.nextOffset = s.baseOffset
+	s.maxTimestamp, s.offsetOfMaxTimestamp, s.rollTimestamp = -1, -1, -1
+	s.bytesSinceIndex = 0
+	return s.scanFrom(0)
+}
+
+// scanTail restores the in-memory state from the indexes and scans the batches after the last
+// offset index entry. With the entry at (o, p), the batch at p is the one the entry was written
+// for, so bytesSinceIndex restarts at 0 there, exactly as when it was first appended.
+func (s *segment) scanTail() (loadReport, error) {
+	var start int64
+	if _, pos, ok := s.offsetIdx.LastEntry(); ok {
+		start = pos
+	}
+	if ts, off, ok := s.timeIdx.LastEntry(); ok {
+		s.maxTimestamp, s.offsetOfMaxTimestamp = ts, off
+	}
+	// segment.ms counts from the first batch's max timestamp.
+	sc := newScanner(s.file, 0, s.size.Load(), s.maxBatchSize(), recordbatch.HeaderSize, nil)
+	if h, err := sc.header(); err == nil {
+		s.rollTimestamp = h.MaxTimestamp
+	}
+	s.bytesSinceIndex = 0
+	s.nextOffset = s.baseOffset
+	return s.scanFrom(start)
+}
+
+// scanFrom walks the batches from pos to the end of the file, indexing each valid one, and
+// stops at the first invalid one. s.size ends as the position after the last valid batch.
+func (s *segment) scanFrom(pos int64) (loadReport, error) {
+	rep := loadReport{badPos: -1}
+	limit := s.size.Load()
+	sc := newScanner(s.file, pos, limit, s.maxBatchSize(), scanChunk, nil)
+	for {
+		h, err := sc.header()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err == nil {
+			_, err = sc.batch(h)
+		}
+		if err == nil {
+			// Offsets only grow; gaps are legal (Kafka's compaction leaves them).
+			switch {
+			case h.BaseOffset < s.baseOffset:
+				err = fmt.Errorf("%w: base offset %d below the segment's %d", recordbatch.ErrCorrupt, h.BaseOffset, s.baseOffset)
+			case h.BaseOffset < s.nextOffset:
+				err = fmt.Errorf("%w: base offset %d not above the previous last offset %d", recordbatch.ErrCorrupt, h.BaseOffset, s.nextOffset-1)
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, recordbatch.ErrCorrupt) && !errors.Is(err, recordbatch.ErrShort) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				return rep, err
+			}
+			rep.badPos, rep.cause = sc.pos, err
+			break
+		}
+		if err := s.indexLoaded(batchInfo{position: sc.pos, size: h.Size(), lastOffset: h.LastOffset(), maxTimestamp: h.MaxTimestamp}); err != nil {
+			return rep, err
+		}
+		sc.skip(h)
+	}
+	s.size.Store(sc.pos)
+	return rep, nil
+}
+
+// indexLoaded is indexBatch for a batch found on disk: a sealed segment's read-only indexes are
+// already complete, so only the in-memory state moves.
+func (s *segment) indexLoaded(b batchInfo) error {
+	if !s.sealed {
+		return s.indexBatch(b)
+	}
+	if s.rollTimestamp < 0 {
+		s.rollTimestamp = b.maxTimestamp
+	}
+	if b.maxTimestamp > s.maxTimestamp {
+		s.maxTimestamp, s.offsetOfMaxTimestamp = b.maxTimestamp, b.lastOffset
+	}
+	s.nextOffset = b.lastOffset + 1
+	return nil
+}
