@@ -42,6 +42,26 @@ var (
 	// may succeed once space is freed.
 	ErrNoSpace = errors.New("commitlog: no space left on device")
 
+	// ErrUnknownTopic is returned for a topic the store does not hold (Kafka's
+	// UNKNOWN_TOPIC_OR_PARTITION), and for a partition number the topic does not have.
+	ErrUnknownTopic = errors.New("commitlog: unknown topic or partition")
+
+	// ErrTopicExists is returned by CreateTopic for a name the store already holds, or one that
+	// differs from a held name only in case (their folders would collide on case-insensitive
+	// file systems).
+	ErrTopicExists = errors.New("commitlog: topic already exists")
+
+	// ErrInvalidTopicName is returned for a topic name outside Kafka's rule (1 to 249 characters
+	// of [a-zA-Z0-9._-], not "." or "..") and for a partition folder that is a symbolic link.
+	// Nothing is created.
+	ErrInvalidTopicName = errors.New("commitlog: invalid topic name")
+
+	// ErrInvalidReaderName is returned for a reader name outside the topic-name rule.
+	ErrInvalidReaderName = errors.New("commitlog: invalid reader name")
+
+	// ErrReaderExists is returned by NewReader for a name a live reader of the store already has.
+	ErrReaderExists = errors.New("commitlog: a reader with this name is open")
+
 	// ErrInvalidConfig is returned for a configuration value out of its documented range.
 	ErrInvalidConfig = errors.New("commitlog: invalid config")
 )

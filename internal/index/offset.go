@@ -11,8 +11,8 @@ import (
 // Offset is the offset index of one segment, Kafka's .index file: a sparse, sorted map from
 // offsets to the byte positions in the segment's .log file of the batches holding them.
 //
-// An entry is 8 bytes, big-endian: the offset relative to the segment's base offset (uint32) and
-// the position (uint32). Kafka appends (last offset of a batch, start position of that batch)
+// An entry is 8 bytes, big-endian: the offset relative to the segment's base offset and the
+// position, each 4 bytes that Kafka reads as a signed int. Kafka appends (last offset of a batch, start position of that batch)
 // once per index.interval.bytes of log, so a lookup finds the batch to start scanning from, and
 // the scan reads at most about index.interval.bytes before it reaches the target offset.
 //
@@ -63,12 +63,13 @@ func (x *Offset) raw(i int) (rel, pos uint32) {
 //   - every position is below logSize, so that a lookup never points past the data;
 //   - relative offsets and positions are at most math.MaxInt32: Kafka reads them as Java ints,
 //     so 0xFFFFFFFF and friends would be negative there;
-//   - relative offset 0 may only be at position 0: an entry holds a batch's last offset, and a
-//     batch ending at the base offset is the segment's first batch. Kafka itself never indexes the
-//     batch at position 0, but an entry there is correct, so it is allowed.
+//   - relative offset 0 may only be at position 0: offsets in a segment start at its base offset,
+//     so only the first batch can hold the base offset. Kafka itself never indexes the batch at
+//     position 0 (it indexes after index.interval.bytes), but an entry there is correct, so it
+//     is allowed, with any offset of that batch.
 //
-// A file left preallocated by a crash ends in zero entries, which break the first rule (or, when
-// no entry was written, the second entry 0 breaks it) and are reported.
+// A file left preallocated by a crash ends in zero entries, which break the first rule (when no
+// entry was written at all, the second zero entry breaks it) and are reported.
 func (x *Offset) Check(logSize int64) error {
 	var prevRel, prevPos uint32
 	for i := 0; i < x.m.entries; i++ {

@@ -516,3 +516,31 @@ func BenchmarkOffsetLookup(b *testing.B) {
 		})
 	}
 }
+
+// TestOffsetLookupLarge covers lookups in and out of the warm tail that is searched first.
+func TestOffsetLookupLarge(t *testing.T) {
+	const base, n = 1 << 32, 3000
+	forEachBackend(t, func(t *testing.T, fs fsys.FS, dir string) {
+		x, err := OpenOffset(fs, indexName(dir, base, ".index"), base, n*OffsetEntrySize, true)
+		require.NoError(t, err)
+		for i := range int64(n) {
+			require.NoError(t, x.Append(base+3*i+2, 100*i+100))
+		}
+		require.NoError(t, x.Seal())
+		require.NoError(t, x.Check(100*n+100))
+		for target := int64(base - 1); target <= base+3*n+1; target++ {
+			off, pos := x.Lookup(target)
+			want := [2]int64{base, 0}
+			if target >= base+2 {
+				i := (target - base - 2) / 3
+				want = [2]int64{base + 3*i + 2, 100*i + 100}
+			}
+			require.Equal(t, want, [2]int64{off, pos}, "Lookup(%d)", target)
+		}
+		for _, tc := range []struct{ offset, keep int64 }{{base + 3*2999 + 3, 3000}, {base + 3*2000 + 2, 2000}, {base + 2, 0}} {
+			x.TruncateTo(tc.offset)
+			require.Equal(t, int(tc.keep), x.Entries())
+		}
+		require.NoError(t, x.Close())
+	})
+}

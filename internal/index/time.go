@@ -11,7 +11,7 @@ import (
 // timestamps to offsets, used to find the first record at or after a time.
 //
 // An entry is 12 bytes, big-endian: a timestamp in milliseconds since the Unix epoch (int64) and
-// an offset relative to the segment's base offset (uint32). An entry (t, o) says that no record
+// an offset relative to the segment's base offset (4 bytes that Kafka reads as a signed int). An entry (t, o) says that no record
 // at or below offset o has a timestamp above t. Kafka appends the largest timestamp seen so far
 // and the offset it was seen at, only when that timestamp grows, so timestamps strictly increase
 // even when record timestamps go backwards; offsets never decrease, and two entries may share an

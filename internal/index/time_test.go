@@ -341,3 +341,30 @@ func TestTimeEmptyFile(t *testing.T) {
 		require.NoError(t, x.Close())
 	})
 }
+
+// TestTimeLookupLarge covers lookups in and out of the warm tail that is searched first.
+func TestTimeLookupLarge(t *testing.T) {
+	const base, n = 1 << 32, 2000
+	forEachBackend(t, func(t *testing.T, fs fsys.FS, dir string) {
+		x, err := OpenTime(fs, indexName(dir, base, ".timeindex"), base, (n+1)*TimeEntrySize, true)
+		require.NoError(t, err)
+		for i := range int64(n) {
+			require.NoError(t, x.MaybeAppend(10*i+10, base+i/2))
+		}
+		require.NoError(t, x.Seal())
+		require.NoError(t, x.Check(base+n/2))
+		for ts := int64(0); ts <= 10*n+11; ts++ {
+			off, ok := x.LookupBefore(ts)
+			if ts <= 10 {
+				require.False(t, ok, "LookupBefore(%d)", ts)
+				continue
+			}
+			i := min((ts-11)/10, n-1)
+			require.True(t, ok, "LookupBefore(%d)", ts)
+			require.Equal(t, base+i/2, off, "LookupBefore(%d)", ts)
+		}
+		x.TruncateTo(base + 700)
+		require.Equal(t, 1400, x.Entries())
+		require.NoError(t, x.Close())
+	})
+}

@@ -1,0 +1,70 @@
+package commitlog
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// maxNameLength is Kafka's limit on a topic name (249 characters, so that a partition folder name
+// fits 255 bytes).
+const maxNameLength = 249
+
+// validName reports why name is not a legal topic or reader name under Kafka's rule: 1 to 249
+// characters of [a-zA-Z0-9._-], and neither "." nor "..". It returns "" when name is legal.
+func validName(name string) string {
+	switch {
+	case name == "":
+		return "empty"
+	case name == "." || name == "..":
+		return "may not be . or .."
+	case len(name) > maxNameLength:
+		return fmt.Sprintf("longer than %d characters", maxNameLength)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Sprintf("character %q at %d is not one of [a-zA-Z0-9._-]", c, i)
+		}
+	}
+	return ""
+}
+
+// checkTopicName returns ErrInvalidTopicName, saying why, unless name is legal.
+func checkTopicName(name string) error {
+	if why := validName(name); why != "" {
+		return fmt.Errorf("%w: %q: %s", ErrInvalidTopicName, name, why)
+	}
+	return nil
+}
+
+// checkReaderName returns ErrInvalidReaderName, saying why, unless name is legal.
+func checkReaderName(name string) error {
+	if why := validName(name); why != "" {
+		return fmt.Errorf("%w: %q: %s", ErrInvalidReaderName, name, why)
+	}
+	return nil
+}
+
+// partitionDirName is the folder of a partition in a Kafka log directory: "<topic>-<partition>".
+func partitionDirName(topic string, partition int32) string {
+	return topic + "-" + strconv.Itoa(int(partition))
+}
+
+// parsePartitionDirName splits a folder name "<topic>-<partition>" at its last '-'. Kafka's
+// folders of logs being deleted or moved ("...-delete", "...-future") do not parse.
+func parsePartitionDirName(name string) (topic string, partition int32, ok bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || i == len(name)-1 {
+		return "", 0, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 || name[i+1] == '+' || (len(name[i+1:]) > 1 && name[i+1] == '0') {
+		return "", 0, false
+	}
+	topic = name[:i]
+	if validName(topic) != "" {
+		return "", 0, false
+	}
+	return topic, int32(p), true
+}

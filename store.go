@@ -1,0 +1,312 @@
+package commitlog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/commitlog-go/commitlog/internal/checkpoint"
+	"github.com/commitlog-go/commitlog/internal/fsys"
+)
+
+// topicsFileName holds the store's topic configurations, beside the partition folders; Kafka's
+// tools ignore files they do not know in a log directory.
+const topicsFileName = "commitlog-topics"
+
+// deleteSuffix marks a partition folder being deleted, as Kafka marks them; such folders are
+// removed when the store opens.
+const deleteSuffix = "-delete"
+
+// Store is a log directory holding topics, laid out as Kafka lays out a broker's log directory:
+// one folder per partition, "<topic>-<partition>", directly under the directory. A Store is safe
+// for concurrent use.
+type Store struct {
+	dir    string
+	o      options
+	unlock io.Closer
+
+	mu      sync.RWMutex
+	topics  map[string]*Topic
+	configs map[string]TopicConfig // as stored in topicsFileName
+	readers map[string]*Reader     // live named readers
+	closed  bool
+}
+
+// Open opens the log directory dir, creating it when missing, and every topic in it. Partition
+// folders copied from a Kafka broker (no configuration of ours) open as topics with the default
+// configuration; Kafka's other files (meta.properties, checkpoint files, .snapshot files,
+// partition.metadata, leader-epoch-checkpoint, .kafka_cleanshutdown) are left untouched. Each
+// partition's log is recovered as OpenLog describes.
+//
+// The directory is locked while the store is open: a second Open, in this process or another,
+// returns ErrLocked. A failed Open leaves nothing open. A partition folder that is a symbolic
+// link is not opened (it is logged); the store opens without it.
+func Open(dir string, opts ...Option) (s *Store, err error) {
+	o := newOptions(opts)
+	s = &Store{dir: dir, o: o, topics: map[string]*Topic{}, readers: map[string]*Reader{}}
+	if err := o.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("commitlog: open %s: %w", dir, err)
+	}
+	u, err := o.fs.Lock(filepath.Join(dir, lockFileName))
+	if err != nil {
+		if errors.Is(err, fsys.ErrLocked) {
+			return nil, fmt.Errorf("%w: %s: %w", ErrLocked, dir, err)
+		}
+		return nil, fmt.Errorf("commitlog: lock %s: %w", dir, err)
+	}
+	s.unlock = u
+	defer func() {
+		if err != nil {
+			for _, t := range s.topics {
+				t.close()
+			}
+			u.Close()
+			s = nil
+		}
+	}()
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// load reads the topic configurations and opens every topic's partitions.
+func (s *Store) load() error {
+	if err := checkpoint.CleanTemp(s.o.fs, s.dir); err != nil {
+		return err
+	}
+	s.configs = map[string]TopicConfig{}
+	path := filepath.Join(s.dir, topicsFileName)
+	b, err := checkpoint.Read(s.o.fs, path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
+	default:
+		if s.configs, err = decodeTopicConfigs(b); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+
+	entries, err := s.o.fs.ReadDir(s.dir)
+	if err != nil {
+		return fmt.Errorf("commitlog: list %s: %w", s.dir, err)
+	}
+	found := map[string]int32{} // topic → highest partition folder + 1
+	adopted := false
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasSuffix(name, deleteSuffix) && e.IsDir() {
+			// A DeleteTopic that did not finish: finish it.
+			if err := s.o.fs.RemoveAll(filepath.Join(s.dir, name)); err != nil {
+				return err
+			}
+			continue
+		}
+		topic, p, ok := parsePartitionDirName(name)
+		if !ok {
+			continue
+		}
+		info, err := s.o.fs.Lstat(filepath.Join(s.dir, name))
+		if err != nil {
+			return err
+		}
+		if info.Mode()&fs.ModeSymlink != 0 {
+			s.o.logger.Error("partition folder is a symbolic link; not opened", "folder", filepath.Join(s.dir, name))
+			continue
+		}
+		if !info.IsDir() {
+			continue
+		}
+		found[topic] = max(found[topic], p+1)
+	}
+	for topic, n := range found {
+		if _, ok := s.configs[topic]; !ok {
+			s.o.logger.Info("adopting partition folders without a configuration", "topic", topic, "partitions", n)
+			s.configs[topic] = TopicConfig{Partitions: n}
+			adopted = true
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.configs)) {
+		if err := s.checkCaseCollision(name); err != nil {
+			return err
+		}
+		t, err := openTopic(s, name, s.configs[name])
+		if err != nil {
+			return err
+		}
+		s.topics[name] = t
+	}
+	if adopted {
+		return s.saveConfigs()
+	}
+	return nil
+}
+
+// checkCaseCollision returns ErrTopicExists when a held topic's name equals name but for case.
+func (s *Store) checkCaseCollision(name string) error {
+	for other := range s.topics {
+		if other != name && strings.EqualFold(other, name) {
+			return fmt.Errorf("%w: %q collides with %q on case-insensitive file systems", ErrTopicExists, name, other)
+		}
+	}
+	return nil
+}
+
+// saveConfigs writes the topic configurations atomically. Callers hold mu (or own s alone).
+func (s *Store) saveConfigs() error {
+	b, err := encodeTopicConfigs(s.configs)
+	if err != nil {
+		return err
+	}
+	return checkpoint.Write(s.o.fs, filepath.Join(s.dir, topicsFileName), b)
+}
+
+// Dir returns the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// CreateTopic creates a topic with cfg.Partitions partitions (0 means 1), each an empty log in its
+// folder "<name>-<partition>", stores cfg with it, and returns it. cfg's zero fields take Kafka's
+// defaults.
+//
+// Returns ErrInvalidTopicName (creating nothing anywhere) for a name outside Kafka's rule or
+// whose partition folder exists as a symbolic link, ErrTopicExists for a held name or one
+// differing only in case, ErrInvalidConfig for a config value out of range, ErrClosed after
+// Close.
+func (s *Store) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
+	if err := checkTopicName(name); err != nil {
+		return nil, err
+	}
+	if cfg.Partitions == 0 {
+		cfg.Partitions = 1
+	}
+	if cfg.Partitions < 0 {
+		return nil, fmt.Errorf("%w: Partitions = %d", ErrInvalidConfig, cfg.Partitions)
+	}
+	if err := cfg.LogConfig.withDefaults(s.o.sync).validate(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if _, ok := s.topics[name]; ok {
+		return nil, fmt.Errorf("%w: %q", ErrTopicExists, name)
+	}
+	if err := s.checkCaseCollision(name); err != nil {
+		return nil, err
+	}
+	for p := range cfg.Partitions {
+		dir := filepath.Join(s.dir, partitionDirName(name, p))
+		if info, err := s.o.fs.Lstat(dir); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+			return nil, fmt.Errorf("%w: %q: partition folder %s is a symbolic link", ErrInvalidTopicName, name, dir)
+		}
+	}
+	t, err := openTopic(s, name, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.configs[name] = cfg
+	if err := s.saveConfigs(); err != nil {
+		delete(s.configs, name)
+		t.close()
+		t.removeFolders()
+		return nil, err
+	}
+	s.topics[name] = t
+	return t, nil
+}
+
+// Topic returns the topic named name, or ErrUnknownTopic. ErrClosed after Close.
+func (s *Store) Topic(name string) (*Topic, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	t, ok := s.topics[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
+	}
+	return t, nil
+}
+
+// Topics returns the names of the store's topics, sorted.
+func (s *Store) Topics() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Sorted(maps.Keys(s.topics))
+}
+
+// DeleteTopic deletes a topic and all its records: its readers get ErrClosed, its folders are
+// renamed "<folder>-delete" (as Kafka does) and removed; a crash part-way is finished on the next
+// Open. Returns ErrUnknownTopic for a name the store does not hold, ErrClosed after Close.
+func (s *Store) DeleteTopic(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	t, ok := s.topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownTopic, name)
+	}
+	delete(s.topics, name)
+	err := t.close()
+	// Rename first: once the config is gone, a folder left under its own name would come back as
+	// an adopted topic.
+	var renamed []string
+	for p := range t.cfg.Partitions {
+		from := filepath.Join(s.dir, partitionDirName(name, p))
+		to := from + deleteSuffix
+		if rerr := s.o.fs.Rename(from, to); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			err = errors.Join(err, rerr)
+			continue
+		}
+		renamed = append(renamed, to)
+	}
+	if serr := s.o.fs.SyncDir(s.dir); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	delete(s.configs, name)
+	if serr := s.saveConfigs(); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	for _, d := range renamed {
+		if rerr := s.o.fs.RemoveAll(d); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
+	return err
+}
+
+// Close closes every reader and topic, flushing and closing every partition's log (see
+// Log.Close), and releases the directory. Blocked reads return ErrClosed. Later calls return nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	readers := slices.Collect(maps.Values(s.readers))
+	topics := slices.Collect(maps.Values(s.topics))
+	s.mu.Unlock()
+	var errs []error
+	for _, r := range readers {
+		errs = append(errs, r.Close())
+	}
+	for _, t := range topics {
+		errs = append(errs, t.close())
+	}
+	errs = append(errs, s.unlock.Close())
+	return errors.Join(errs...)
+}

@@ -1,0 +1,154 @@
+package commitlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+)
+
+// Topic is a named set of partitions, each its own log. Records are spread over the partitions
+// by key (see Partitioner), so that one key's records stay in one partition, in order. A Topic is
+// safe for concurrent use; it is valid until its store closes or the topic is deleted.
+type Topic struct {
+	store      *Store
+	name       string
+	cfg        TopicConfig
+	partitions []*Partition
+
+	partitioner atomic.Pointer[Partitioner]
+
+	mu       sync.Mutex
+	appended chan struct{} // closed and replaced at every append to any partition, and at close
+	closed   bool
+}
+
+// openTopic opens (creating when missing) every partition of a topic.
+func openTopic(s *Store, name string, cfg TopicConfig) (*Topic, error) {
+	t := &Topic{store: s, name: name, cfg: cfg, appended: make(chan struct{})}
+	p := KeyHashPartitioner()
+	t.partitioner.Store(&p)
+	for i := range cfg.Partitions {
+		l, err := openLog(filepath.Join(s.dir, partitionDirName(name, i)), cfg.LogConfig, s.o, false)
+		if err != nil {
+			t.close()
+			return nil, fmt.Errorf("commitlog: topic %s partition %d: %w", name, i, err)
+		}
+		t.partitions = append(t.partitions, &Partition{topic: t, id: i, log: l})
+	}
+	t.cfg.LogConfig = t.cfg.LogConfig.withDefaults(s.o.sync)
+	return t, nil
+}
+
+// Name returns the topic's name.
+func (t *Topic) Name() string { return t.name }
+
+// Config returns the topic's configuration, defaults filled in.
+func (t *Topic) Config() TopicConfig { return t.cfg }
+
+// PartitionCount returns the number of partitions.
+func (t *Topic) PartitionCount() int32 { return int32(len(t.partitions)) }
+
+// Partition returns partition id, or ErrUnknownTopic when the topic has no such partition.
+func (t *Topic) Partition(id int32) (*Partition, error) {
+	if id < 0 || int(id) >= len(t.partitions) {
+		return nil, fmt.Errorf("%w: topic %s has no partition %d (it has %d)", ErrUnknownTopic, t.name, id, len(t.partitions))
+	}
+	return t.partitions[id], nil
+}
+
+// SetPartitioner replaces the partitioner Append uses (KeyHashPartitioner by default). The
+// choice is not stored: set it again after the store reopens.
+func (t *Topic) SetPartitioner(p Partitioner) { t.partitioner.Store(&p) }
+
+// Append appends records to the topic: each record's partition is chosen by the partitioner,
+// records are grouped by partition into one batch per partition (in the order given), and each
+// partition's batch is appended as Partition.Append does, the partitions in parallel. On
+// success every record's Topic, Partition and Offset are set, and its Timestamp when zero (or
+// always, under LogAppendTime).
+//
+// Records larger than max.message.bytes give ErrRecordTooLarge, and nothing of the call is
+// written to that partition; other partitions of the same call may have been written (the
+// returned error joins each failed partition's). ErrUnknownTopic when a manual partitioner
+// names a partition the topic lacks (nothing is written then).
+func (t *Topic) Append(ctx context.Context, recs ...*Record) error {
+	if len(recs) == 0 {
+		return ctx.Err()
+	}
+	part := *t.partitioner.Load()
+	n := t.PartitionCount()
+	if n == 1 {
+		for _, r := range recs {
+			r.Topic, r.Partition = t.name, 0
+		}
+		return t.partitions[0].Append(ctx, recs...)
+	}
+	groups := make([][]*Record, n)
+	for _, r := range recs {
+		p := part.Partition(r, n)
+		if p < 0 || p >= n {
+			return fmt.Errorf("%w: partitioner chose partition %d of topic %s, which has %d", ErrUnknownTopic, p, t.name, n)
+		}
+		r.Topic, r.Partition = t.name, p
+		groups[p] = append(groups[p], r)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for p, g := range groups {
+		if len(g) == 0 {
+			continue
+		}
+		wg.Go(func() { errs[p] = t.partitions[p].Append(ctx, g...) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// appendedChan returns a channel closed at the next append to any partition, or at close.
+func (t *Topic) appendedChan() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.appended
+}
+
+// broadcast wakes readers waiting for appends.
+func (t *Topic) broadcast() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	close(t.appended)
+	t.appended = make(chan struct{})
+}
+
+// isClosed reports whether the topic was closed or deleted.
+func (t *Topic) isClosed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
+}
+
+// close closes every partition's log and wakes waiting readers.
+func (t *Topic) close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	close(t.appended)
+	t.appended = make(chan struct{})
+	t.mu.Unlock()
+	var errs []error
+	for _, p := range t.partitions {
+		errs = append(errs, p.log.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// removeFolders deletes the topic's partition folders (after a failed create).
+func (t *Topic) removeFolders() {
+	for p := range t.cfg.Partitions {
+		t.store.o.fs.RemoveAll(filepath.Join(t.store.dir, partitionDirName(t.name, p)))
+	}
+}

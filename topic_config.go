@@ -1,0 +1,104 @@
+package commitlog
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// TopicConfig is a topic's configuration: its partition count and the log configuration every
+// partition uses. It is stored with the topic and used again when the store reopens.
+type TopicConfig struct {
+	// Partitions is the number of partitions (Kafka's num.partitions); 0 means 1.
+	Partitions int32
+	LogConfig
+}
+
+// topicConfigJSON is TopicConfig on disk, under Kafka's config names, durations in ms.
+type topicConfigJSON struct {
+	Partitions         int32  `json:"partitions"`
+	SegmentBytes       int64  `json:"segment.bytes"`
+	SegmentMs          int64  `json:"segment.ms"`
+	SegmentIndexBytes  int    `json:"segment.index.bytes"`
+	IndexIntervalBytes int    `json:"index.interval.bytes"`
+	MaxMessageBytes    int    `json:"max.message.bytes"`
+	TimestampType      string `json:"message.timestamp.type"`
+	Compression        string `json:"compression.type"`
+	Sync               int64  `json:"commitlog.sync"` // SyncPolicy's own encoding
+}
+
+func (c TopicConfig) toJSON() topicConfigJSON {
+	tt := "CreateTime"
+	if c.TimestampType == LogAppendTime {
+		tt = "LogAppendTime"
+	}
+	return topicConfigJSON{
+		Partitions: c.Partitions, SegmentBytes: c.SegmentBytes, SegmentMs: c.SegmentDuration.Milliseconds(),
+		SegmentIndexBytes: c.SegmentIndexBytes, IndexIntervalBytes: c.IndexIntervalBytes,
+		MaxMessageBytes: c.MaxMessageBytes, TimestampType: tt, Compression: c.Compression.String(),
+		Sync: int64(c.Sync),
+	}
+}
+
+func (j topicConfigJSON) toConfig() (TopicConfig, error) {
+	c := TopicConfig{Partitions: j.Partitions, LogConfig: LogConfig{
+		SegmentBytes: j.SegmentBytes, SegmentDuration: time.Duration(j.SegmentMs) * time.Millisecond,
+		SegmentIndexBytes: j.SegmentIndexBytes, IndexIntervalBytes: j.IndexIntervalBytes,
+		MaxMessageBytes: j.MaxMessageBytes, Sync: SyncPolicy(j.Sync),
+	}}
+	switch j.TimestampType {
+	case "CreateTime", "":
+	case "LogAppendTime":
+		c.TimestampType = LogAppendTime
+	default:
+		return c, fmt.Errorf("%w: message.timestamp.type %q", ErrInvalidConfig, j.TimestampType)
+	}
+	comp, err := ParseCompression(j.Compression)
+	if err != nil {
+		return c, err
+	}
+	c.Compression = comp
+	return c, nil
+}
+
+// ParseCompression returns the codec Kafka names name (none, gzip, snappy, lz4, zstd; "" is
+// none). ErrInvalidConfig for any other name.
+func ParseCompression(name string) (Compression, error) {
+	for c := CompressionNone; c <= CompressionZstd; c++ {
+		if c.String() == name {
+			return c, nil
+		}
+	}
+	if name == "" {
+		return CompressionNone, nil
+	}
+	return 0, fmt.Errorf("%w: compression.type %q", ErrInvalidConfig, name)
+}
+
+// encodeTopicConfigs serialises the store's topic configs, by topic name.
+func encodeTopicConfigs(m map[string]TopicConfig) ([]byte, error) {
+	out := make(map[string]topicConfigJSON, len(m))
+	for name, c := range m {
+		out[name] = c.toJSON()
+	}
+	return json.MarshalIndent(out, "", "  ")
+}
+
+func decodeTopicConfigs(b []byte) (map[string]TopicConfig, error) {
+	var in map[string]topicConfigJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, fmt.Errorf("%w: topic configs: %w", ErrCorrupt, err)
+	}
+	m := make(map[string]TopicConfig, len(in))
+	for name, j := range in {
+		if err := checkTopicName(name); err != nil {
+			return nil, fmt.Errorf("%w: topic configs: %w", ErrCorrupt, err)
+		}
+		c, err := j.toConfig()
+		if err != nil {
+			return nil, fmt.Errorf("%w: topic %s: %w", ErrCorrupt, name, err)
+		}
+		m[name] = c
+	}
+	return m, nil
+}
