@@ -14,7 +14,7 @@ import (
 // load opens the segments found in the directory and recovers them. Called once, by openLog.
 func (l *Log) load() error {
 	st, haveState := l.readState()
-	if err := checkpoint.CleanTemp(l.fs, l.dir); err != nil {
+	if err := checkpoint.CleanTemp(l.fs, l.dir, "commitlog-"); err != nil {
 		return err
 	}
 	bases, err := l.listSegments()

@@ -169,11 +169,19 @@ func (s *segment) indexBatch(b batchInfo) error {
 		s.offsetOfMaxTimestamp = b.lastOffset
 	}
 	if s.bytesSinceIndex > s.cfg.IndexIntervalBytes {
-		if err := s.offsetIdx.Append(b.lastOffset, b.position); err != nil {
-			return err
+		// One write of several batches can bring more entries than an index has room for
+		// (canHold checks for one). An entry is only a shortcut for lookups: one that does not
+		// fit is left out, and the next write rolls the segment. The time index keeps its last
+		// slot for the entry written at seal and close.
+		if s.offsetIdx.CanAppend(b.lastOffset) {
+			if err := s.offsetIdx.Append(b.lastOffset, b.position); err != nil {
+				return err
+			}
 		}
-		if err := s.timeIdx.MaybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp); err != nil {
-			return err
+		if s.timeIdx.CanAppend(s.offsetOfMaxTimestamp) {
+			if err := s.timeIdx.MaybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp); err != nil {
+				return err
+			}
 		}
 		s.bytesSinceIndex = 0
 	}
@@ -215,14 +223,23 @@ func (s *segment) seal() error {
 	if err := s.file.Sync(); err != nil {
 		return err
 	}
+	// Trimmed and synced, the indexes of a sealed segment survive a power loss as they are.
 	if err := s.offsetIdx.Seal(); err != nil {
 		return err
 	}
 	if err := s.timeIdx.Seal(); err != nil {
 		return err
 	}
+	if err := s.syncIndexes(); err != nil {
+		return err
+	}
 	s.sealed = true
 	return nil
+}
+
+// syncIndexes makes both indexes' entries and sizes durable.
+func (s *segment) syncIndexes() error {
+	return errors.Join(s.offsetIdx.Sync(), s.timeIdx.Sync())
 }
 
 // close releases the segment's files; writable indexes are trimmed to their used size. The
@@ -233,6 +250,10 @@ func (s *segment) close() error {
 		if err := s.timeIdx.MaybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp); err != nil && !errors.Is(err, index.ErrFull) {
 			errs = append(errs, err)
 		}
+	}
+	if !s.sealed && s.offsetIdx != nil && s.timeIdx != nil {
+		// A clean shutdown trusts the indexes on the next open: make them durable.
+		errs = append(errs, s.syncIndexes())
 	}
 	errs = append(errs, s.closeIndexes())
 	if s.file != nil {

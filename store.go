@@ -79,7 +79,7 @@ func Open(dir string, opts ...Option) (s *Store, err error) {
 
 // load reads the topic configurations and opens every topic's partitions.
 func (s *Store) load() error {
-	if err := checkpoint.CleanTemp(s.o.fs, s.dir); err != nil {
+	if err := checkpoint.CleanTemp(s.o.fs, s.dir, "commitlog-"); err != nil {
 		return err
 	}
 	s.configs = map[string]TopicConfig{}
@@ -138,6 +138,12 @@ func (s *Store) load() error {
 		if err := s.checkCaseCollision(name); err != nil {
 			return err
 		}
+		if link := s.symlinkedPartition(name, s.configs[name].Partitions); link != "" {
+			// Opening it would read, lock and write files wherever the link leads. The
+			// configuration stays, so the topic comes back once the folder is a folder again.
+			s.o.logger.Error("partition folder is a symbolic link; topic not opened", "topic", name, "folder", link)
+			continue
+		}
 		t, err := openTopic(s, name, s.configs[name])
 		if err != nil {
 			return err
@@ -158,6 +164,18 @@ func (s *Store) checkCaseCollision(name string) error {
 		}
 	}
 	return nil
+}
+
+// symlinkedPartition returns the path of the first of the topic's n partition folders that is a
+// symbolic link, or "".
+func (s *Store) symlinkedPartition(name string, n int32) string {
+	for p := range max(n, 1) {
+		dir := filepath.Join(s.dir, partitionDirName(name, p))
+		if info, err := s.o.fs.Lstat(dir); err == nil && info.Mode()&fs.ModeSymlink != 0 {
+			return dir
+		}
+	}
+	return ""
 }
 
 // saveConfigs writes the topic configurations atomically. Callers hold mu (or own s alone).
@@ -204,11 +222,8 @@ func (s *Store) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	if err := s.checkCaseCollision(name); err != nil {
 		return nil, err
 	}
-	for p := range cfg.Partitions {
-		dir := filepath.Join(s.dir, partitionDirName(name, p))
-		if info, err := s.o.fs.Lstat(dir); err == nil && info.Mode()&fs.ModeSymlink != 0 {
-			return nil, fmt.Errorf("%w: %q: partition folder %s is a symbolic link", ErrInvalidTopicName, name, dir)
-		}
+	if link := s.symlinkedPartition(name, cfg.Partitions); link != "" {
+		return nil, fmt.Errorf("%w: %q: partition folder %s is a symbolic link", ErrInvalidTopicName, name, link)
 	}
 	t, err := openTopic(s, name, cfg)
 	if err != nil {
@@ -266,7 +281,13 @@ func (s *Store) DeleteTopic(name string) error {
 	var renamed []string
 	for p := range t.cfg.Partitions {
 		from := filepath.Join(s.dir, partitionDirName(name, p))
-		to := from + deleteSuffix
+		to := filepath.Join(s.dir, deleteDirName(name, p))
+		// A folder of that name is a leftover of an unfinished delete (a long name cut short
+		// can meet another's): it was to be removed anyway, and would make the rename fail.
+		if rerr := s.o.fs.RemoveAll(to); rerr != nil {
+			err = errors.Join(err, rerr)
+			continue
+		}
 		if rerr := s.o.fs.Rename(from, to); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 			err = errors.Join(err, rerr)
 			continue

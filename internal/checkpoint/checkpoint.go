@@ -47,7 +47,8 @@ const (
 	headerLen = len(magic) + 18 // "%08x %08x\n"
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// checksum is CRC-32C; MakeTable returns the standard library's cached Castagnoli table.
+func checksum(b []byte) uint32 { return crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)) }
 
 // Write replaces the checkpoint at name with data, durably: it returns after the data and the rename
 // are synced. On an error, name holds the old contents or, when only the directory sync failed, the
@@ -59,7 +60,7 @@ func Write(fsy fsys.FS, name string, data []byte) error {
 	}
 	buf := make([]byte, 0, headerLen+len(data))
 	buf = append(buf, magic...)
-	buf = fmt.Appendf(buf, "%08x %08x\n", len(data), crc32.Checksum(data, castagnoli))
+	buf = fmt.Appendf(buf, "%08x %08x\n", len(data), checksum(data))
 	buf = append(buf, data...)
 
 	tmp := name + TempSuffix
@@ -136,7 +137,7 @@ func Read(fsy fsys.FS, name string) ([]byte, error) {
 			return nil, readError(err, corrupt)
 		}
 	}
-	if got := crc32.Checksum(data, castagnoli); got != sum {
+	if got := checksum(data); got != sum {
 		return nil, corrupt("checksum %08x, header declares %08x", got, sum)
 	}
 	return data, nil
@@ -171,15 +172,17 @@ func firstLine(b []byte) string {
 }
 
 // CleanTemp removes the temporary files a crash during Write can leave in dir: every regular file
-// whose name ends in TempSuffix. It does not descend into subdirectories.
-func CleanTemp(fsy fsys.FS, dir string) error {
+// whose name starts with prefix and ends in TempSuffix. The prefix keeps it off other programs'
+// temporary files (Kafka's own checkpoints also end in ".tmp"). It does not descend into
+// subdirectories.
+func CleanTemp(fsy fsys.FS, dir, prefix string) error {
 	entries, err := fsy.ReadDir(dir)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, e := range entries {
-		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), TempSuffix) {
+		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), prefix) && strings.HasSuffix(e.Name(), TempSuffix) {
 			if err := fsy.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)
 			}

@@ -235,18 +235,18 @@ func TestLeftoverTemp(t *testing.T) {
 		require.NoError(t, checkpoint.Write(fsy, name, []byte("orders-0 18")))
 		writeRaw(t, fsy, name+".tmp", []byte("torn"))
 
-		require.NoError(t, checkpoint.CleanTemp(fsy, dir))
+		require.NoError(t, checkpoint.CleanTemp(fsy, dir, "reader-"))
 		entries, err := fsy.ReadDir(dir)
 		require.NoError(t, err)
 		var names []string
 		for _, e := range entries {
 			names = append(names, e.Name())
 		}
-		require.Equal(t, []string{"00000000000000000000.log", "d.tmp", "reader-fraud"}, names)
+		require.Equal(t, []string{"00000000000000000000.log", "d.tmp", "other.tmp", "reader-fraud"}, names)
 		got, err = checkpoint.Read(fsy, name)
 		require.NoError(t, err)
 		require.Equal(t, "orders-0 18", string(got))
 
-		require.ErrorIs(t, checkpoint.CleanTemp(fsy, filepath.Join(dir, "missing")), fs.ErrNotExist)
+		require.ErrorIs(t, checkpoint.CleanTemp(fsy, filepath.Join(dir, "missing"), ""), fs.ErrNotExist)
 	})
 }

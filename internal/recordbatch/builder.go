@@ -87,10 +87,13 @@ func (b *Builder) add(attrs int8, tsDelta int64, offsetDelta int32, key, value [
 		b.err = fmt.Errorf("%w: record %d: a field is longer than an int32 length allows", ErrTooLarge, b.n)
 		return
 	}
-	if need := maxVarintLen + int(size); cap(b.buf)-len(b.buf) < need {
-		b.buf = append(b.buf, make([]byte, need)...)[:len(b.buf)]
+	at := len(b.buf)
+	total := sizeVarint(int32(size)) + int(size)
+	if cap(b.buf)-at < total {
+		b.buf = append(b.buf, make([]byte, total)...)[:at]
 	}
-	b.buf = appendRecord(b.buf, int32(size), attrs, tsDelta, offsetDelta, key, value, headers)
+	b.buf = b.buf[:at+total]
+	putRecord(b.buf[at:], int32(size), attrs, tsDelta, offsetDelta, key, value, headers)
 	if b.n == 0 || tsDelta > b.maxTsDelta {
 		b.maxTsDelta = tsDelta
 	}

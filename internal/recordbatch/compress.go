@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
@@ -122,7 +123,9 @@ func appendXerial(dst, src []byte) []byte {
 			dst = append(dst[:cap(dst)], make([]byte, need-(cap(dst)-at))...)
 		}
 		dst = dst[:at+need]
-		block := snappy.Encode(dst[at+4:], chunk)
+		// s2's plain snappy encoder: standard snappy blocks at snappy's speed. snappy.Encode
+		// is s2's "better" snappy encoder, several times slower for a few percent of size.
+		block := s2.EncodeSnappy(dst[at+4:], chunk)
 		binary.BigEndian.PutUint32(dst[at:], uint32(len(block)))
 		dst = dst[:at+4+len(block)]
 	}
@@ -140,8 +143,10 @@ type decompressor struct {
 
 // decompress appends the decompressed form of src to dst, reading at most bound bytes of
 // output. It never sizes anything by a length the stream declares: output is read through a
-// limit of bound+1 bytes and growing past bound is ErrTooLarge, so a small bomb costs at most
-// bound bytes of memory (plus, for zstd, the frame's window, capped at max(bound, 8 MiB)).
+// limit of bound+1 bytes and growing past bound is ErrTooLarge (snappy blocks, which state
+// their length, are checked against what is left of the bound before any allocation). A bomb
+// thus costs about twice the bound in buffer growth, plus the codec's own state: for zstd the
+// frame's window, refused above max(bound, 8 MiB); for lz4 one block, at most 4 MiB.
 //
 // Returns ErrCorrupt for an unknown codec or a stream its decoder rejects (bad framing,
 // checksum, truncation, data after the stream's end where the format can tell).
@@ -168,6 +173,12 @@ func (d *decompressor) decompress(dst []byte, codec Codec, src []byte, bound int
 		d.src.Reset(src)
 		if d.lz4 == nil {
 			d.lz4 = lz4.NewReader(&d.src)
+			// One goroutine, the caller's: concurrent lz4 reading starts goroutines that a
+			// pooled decompressor would leave behind.
+			if err := d.lz4.Apply(lz4.ConcurrencyOption(1)); err != nil {
+				d.lz4 = nil
+				return dst, fmt.Errorf("recordbatch: lz4: %w", err)
+			}
 		} else {
 			d.lz4.Reset(&d.src)
 		}
@@ -196,18 +207,18 @@ func (d *decompressor) decompress(dst []byte, codec Codec, src []byte, bound int
 	default:
 		return dst, fmt.Errorf("%w: unknown compression codec %d", ErrCorrupt, codec)
 	}
-	dst, err := readBounded(dst, r, bound)
-	if err != nil {
-		return dst, fmt.Errorf("%s: %w", codec, err)
-	}
-	return dst, nil
+	dst, err := readBounded(dst, r, bound, codec)
+	d.src.Reset(nil) // the decoders keep reading d.src; do not let it pin the caller's batch
+	return dst, err
 }
 
 // readBounded appends everything r yields to dst, failing with ErrTooLarge once that passes
-// bound bytes. The buffer grows with what actually arrives, never by a declared size.
-func readBounded(dst []byte, r io.Reader, bound int) ([]byte, error) {
+// bound bytes. The buffer grows with what actually arrives, never by a declared size. codec
+// names the stream in errors.
+func readBounded(dst []byte, r io.Reader, bound int, codec Codec) ([]byte, error) {
 	start := len(dst)
 	lr := io.LimitedReader{R: r, N: int64(bound) + 1}
+	idle := 0
 	for {
 		if len(dst) == cap(dst) {
 			// Double what has arrived so far (at least 4 KiB), up to just past the bound.
@@ -216,13 +227,20 @@ func readBounded(dst []byte, r io.Reader, bound int) ([]byte, error) {
 		n, err := lr.Read(dst[len(dst):cap(dst)])
 		dst = dst[:len(dst)+n]
 		if len(dst)-start > bound {
-			return dst[:start], fmt.Errorf("%w: records decompress to more than %d bytes", ErrTooLarge, bound)
+			return dst[:start], fmt.Errorf("%w: %s records decompress to more than %d bytes", ErrTooLarge, codec, bound)
 		}
 		if errors.Is(err, io.EOF) {
 			return dst, nil
 		}
 		if err != nil {
-			return dst[:start], fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return dst[:start], fmt.Errorf("%w: %s: %v", ErrCorrupt, codec, err)
+		}
+		// A reader that keeps returning nothing would spin here forever (io.Reader permits
+		// (0, nil) but discourages it, as bufio does).
+		if n > 0 {
+			idle = 0
+		} else if idle++; idle >= 100 {
+			return dst[:start], fmt.Errorf("%w: %s: %v", ErrCorrupt, codec, io.ErrNoProgress)
 		}
 	}
 }

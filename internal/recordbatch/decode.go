@@ -59,9 +59,10 @@ func (b Batch) RecordBytes() []byte { return b.records }
 
 // Records returns an iterator over the batch's records in order. It allocates nothing per
 // record: Key, Value and header values alias the batch's bytes (see Decode and Decoder.Decode
-// for how long those stay valid), and header keys and Headers slices come from two allocations
-// made for the whole batch on the first record with headers, owned by the caller. Since Decode
-// checked every record, the iteration cannot fail.
+// for how long those stay valid), each capacity-limited so appending to one cannot overwrite
+// the next; header keys and Headers slices come from two allocations per iteration, none when
+// the batch has no headers, and belong to the caller. Since Decode checked every record, the
+// iteration cannot fail, so it yields no errors.
 func (b Batch) Records() iter.Seq[Record] {
 	return func(yield func(Record) bool) {
 		var a headerArena

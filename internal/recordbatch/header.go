@@ -21,7 +21,15 @@
 //	    61     …  Records
 //
 // Nothing in this package trusts its input: every length is checked against the bytes present
-// before anything is allocated, and no byte sequence makes it panic.
+// before anything is allocated, decompression stops at a bound, and no byte sequence makes it
+// panic.
+//
+// Writing: a Builder encodes one batch at a time without allocating per record (Reset, Add,
+// Finish); Encode writes a batch from decoded records with the header's fields as given, for
+// byte-exact re-encoding. Reading: Decode (or a reused Decoder) checks a whole batch, CRC and
+// every record included, and returns a Batch whose records are read without copying; Validate
+// adds the checks a broker applies to a producer's batch. ParseHeader, Check and the Set
+// functions work on batch bytes in place, as a log does when it assigns offsets or recovers.
 package recordbatch
 
 import (

@@ -30,6 +30,25 @@ func appendUvarint(b []byte, u uint64) []byte {
 	return append(b, byte(u))
 }
 
+// putVarint writes v as a zigzag varint at the start of b, which must have room, and returns
+// the bytes written.
+func putVarint(b []byte, v int32) int { return putUvarint(b, uint64(uint32(v<<1)^uint32(v>>31))) }
+
+// putVarlong writes v as a zigzag varlong at the start of b, which must have room, and returns
+// the bytes written.
+func putVarlong(b []byte, v int64) int { return putUvarint(b, uint64(v<<1)^uint64(v>>63)) }
+
+func putUvarint(b []byte, u uint64) int {
+	i := 0
+	for u >= 0x80 {
+		b[i] = byte(u) | 0x80
+		u >>= 7
+		i++
+	}
+	b[i] = byte(u)
+	return i + 1
+}
+
 // sizeVarint is the number of bytes appendVarint writes for v.
 func sizeVarint(v int32) int { return sizeUvarint(uint64(uint32(v<<1) ^ uint32(v>>31))) }
 
@@ -46,11 +65,22 @@ func sizeUvarint(u uint64) int {
 //
 // Kafka's readVarint silently drops bits above 32 in the fifth byte; we reject them instead,
 // as no Kafka writer produces them and accepting them would make re-encoding lossy.
+//
+// One- and two-byte varints (values -8192..8191: most lengths and deltas) take the short
+// paths; longer ones go to readVarintSlow's loop.
 func readVarint(b []byte) (v int32, n int) {
-	if len(b) > 0 && b[0] < 0x80 { // one byte: the common case for lengths and deltas
+	if len(b) > 0 && b[0] < 0x80 {
 		u := uint32(b[0])
 		return int32(u>>1) ^ -int32(u&1), 1
 	}
+	if len(b) > 1 && b[1] < 0x80 {
+		u := uint32(b[0]&0x7f) | uint32(b[1])<<7
+		return int32(u>>1) ^ -int32(u&1), 2
+	}
+	return readVarintSlow(b)
+}
+
+func readVarintSlow(b []byte) (v int32, n int) {
 	var u uint32
 	for i := 0; i < maxVarintLen; i++ {
 		if i == len(b) {
