@@ -38,6 +38,11 @@ func (e *encoder) encode(recs []*Record, cfg *LogConfig) (*pendingWrite, error) 
 		attrs |= recordbatch.AttrLogAppendTime
 	}
 	hdr := recordbatch.Header{PartitionLeaderEpoch: -1, Attributes: attrs, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	if cfg.TimestampType == LogAppendTime && len(recs) > 0 {
+		// The builder writes the header's MaxTimestamp for LogAppendTime batches: the append
+		// time, which Append gave every record.
+		hdr.MaxTimestamp = recs[0].Timestamp.UnixMilli()
+	}
 	limit := cfg.MaxMessageBytes
 	e.w = pendingWrite{batches: e.w.batches[:0], maxTimestamp: -1}
 	e.out = e.out[:0]

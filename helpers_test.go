@@ -340,21 +340,37 @@ func writeTestState(t *testing.T, fsy fsys.FS, dir string, st logState) {
 // at or past the segment's end (offset or position), no time index entry past its last offset.
 func requireIndexesWithin(t *testing.T, l *Log) {
 	t.Helper()
+	// Collected under the lock, checked after it: a failed check must not leave it held.
+	type entry struct {
+		file         string
+		offset, pos  int64 // pos -1 for the time index
+		next, size   int64
+		checkOffsets error
+		checkTimes   error
+	}
+	var entries []entry
+	var checks []entry
 	l.mu.RLock()
-	defer l.mu.RUnlock()
 	for _, s := range l.segments {
 		size := s.size.Load()
 		for i := range s.offsetIdx.Entries() {
 			off, pos := s.offsetIdx.Entry(i)
-			require.Less(t, off, s.nextOffset, "%s: offset index entry %d", s.path(indexSuffix), i)
-			require.Less(t, pos, size, "%s: offset index entry %d", s.path(indexSuffix), i)
+			entries = append(entries, entry{file: s.path(indexSuffix), offset: off, pos: pos, next: s.nextOffset, size: size})
 		}
 		for i := range s.timeIdx.Entries() {
 			_, off := s.timeIdx.Entry(i)
-			require.Less(t, off, s.nextOffset, "%s: time index entry %d", s.path(timeIndexSuffix), i)
+			entries = append(entries, entry{file: s.path(timeIndexSuffix), offset: off, pos: -1, next: s.nextOffset, size: size})
 		}
-		require.NoError(t, s.offsetIdx.Check(size))
-		require.NoError(t, s.timeIdx.Check(s.nextOffset-1))
+		checks = append(checks, entry{file: s.path(logSuffix), checkOffsets: s.offsetIdx.Check(size), checkTimes: s.timeIdx.Check(s.nextOffset - 1)})
+	}
+	l.mu.RUnlock()
+	for _, e := range entries {
+		require.Less(t, e.offset, e.next, "%s: entry (%d, %d) at or past the segment's end", e.file, e.offset, e.pos)
+		require.Less(t, e.pos, e.size, "%s: entry (%d, %d) at or past the segment's end", e.file, e.offset, e.pos)
+	}
+	for _, c := range checks {
+		require.NoError(t, c.checkOffsets, c.file)
+		require.NoError(t, c.checkTimes, c.file)
 	}
 }
 
@@ -496,7 +512,7 @@ func (f *faultyFile) WriteAt(p []byte, off int64) (int, error) {
 	return f.File.WriteAt(p, off)
 }
 
-// requireBytesPrefix is a readable bytes comparison for large slices.
+// requireSameBytes compares byte slices without printing them whole.
 func requireSameBytes(t *testing.T, want, got []byte, msgAndArgs ...any) {
 	t.Helper()
 	if !bytes.Equal(want, got) {

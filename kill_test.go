@@ -76,8 +76,8 @@ func killRecord(offset int64) *Record {
 	return rec
 }
 
-// sameRecord reports how got differs from want, or "" when they are the same record.
-func sameRecord(got, want *Record) string {
+// killSameRecord reports how got differs from want, or "" when they are the same record.
+func killSameRecord(got, want *Record) string {
 	switch {
 	case got.Offset != want.Offset:
 		return fmt.Sprintf("offset %d, want %d", got.Offset, want.Offset)
@@ -170,7 +170,7 @@ func TestKillRecovery(t *testing.T) {
 	var maxSegments int
 	for round := range killRounds {
 		// Mostly kill mid-stream; now and then during the child's open and recovery.
-		delay := time.Duration(20+rng.IntN(480)) * time.Millisecond
+		delay := time.Duration(20+rng.IntN(400)) * time.Millisecond
 		lines, stderr, err := runKillChild(t, dir, rng.Uint64(), delay)
 		if err != nil {
 			t.Fatalf("round %d: %v\nchild stderr:\n%s", round, err, stderr)
@@ -262,7 +262,7 @@ func verifyKilledLog(t *testing.T, dir string, acked map[int64]int, ackedEnd int
 
 	// Every record in the log, acknowledged or not, is the one the child wrote at its offset, and
 	// offsets run from 0 to the log end offset without a hole.
-	batchAt := map[int64]recordbatch.Header{} // base offset -> header
+	batchesByBase := map[int64]recordbatch.Header{} // base offset -> header
 	next := int64(0)
 	for next < leo {
 		b, err := l.ReadBatches(nil, next, 256<<10)
@@ -280,7 +280,7 @@ func verifyKilledLog(t *testing.T, dir string, acked map[int64]int, ackedEnd int
 			if h.BaseOffset != next {
 				t.Fatalf("batch with base offset %d where offset %d was due", h.BaseOffset, next)
 			}
-			batchAt[h.BaseOffset] = h
+			batchesByBase[h.BaseOffset] = h
 			recs, err := DecodeRecords(nil, b[pos:pos+h.Size()], 0, 0)
 			if err != nil {
 				t.Fatalf("decode batch at %d: %v", next, err)
@@ -289,7 +289,7 @@ func verifyKilledLog(t *testing.T, dir string, acked map[int64]int, ackedEnd int
 				t.Fatalf("batch at %d holds %d records for %d offsets", next, len(recs), h.LastOffsetDelta+1)
 			}
 			for _, r := range recs {
-				if d := sameRecord(r, killRecord(next)); d != "" {
+				if d := killSameRecord(r, killRecord(next)); d != "" {
 					t.Fatalf("record at offset %d: %s", next, d)
 				}
 				next++
@@ -302,7 +302,7 @@ func verifyKilledLog(t *testing.T, dir string, acked map[int64]int, ackedEnd int
 	}
 	// Every acknowledged append is one whole batch where the child said.
 	for first, n := range acked {
-		h, ok := batchAt[first]
+		h, ok := batchesByBase[first]
 		if !ok {
 			t.Fatalf("acknowledged append of %d records at %d is not a batch of the log", n, first)
 		}
@@ -312,12 +312,12 @@ func verifyKilledLog(t *testing.T, dir string, acked map[int64]int, ackedEnd int
 	}
 	// The files themselves: every .log is whole batches with good CRCs, each segment starting at
 	// its base offset and ending where the next begins.
-	verifySegmentFiles(t, dir, leo)
+	killVerifySegmentFiles(t, dir, leo)
 	return l.SegmentCount()
 }
 
-// verifySegmentFiles scans the .log files of dir directly, without the log, checking every batch.
-func verifySegmentFiles(t *testing.T, dir string, leo int64) {
+// killVerifySegmentFiles scans the .log files of dir directly, without the log, checking every batch.
+func killVerifySegmentFiles(t *testing.T, dir string, leo int64) {
 	t.Helper()
 	names, err := filepath.Glob(filepath.Join(dir, "*"+logSuffix))
 	if err != nil {

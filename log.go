@@ -93,13 +93,14 @@ func openLog(dir string, cfg LogConfig, o options, lock bool) (l *Log, err error
 		}
 		l.unlock = u
 	}
+	opened := l // "return nil, err" sets l to nil before the cleanup runs
 	defer func() {
 		if err != nil {
-			for _, s := range l.segments {
+			for _, s := range opened.segments {
 				s.close()
 			}
-			if l.unlock != nil {
-				l.unlock.Close()
+			if opened.unlock != nil {
+				opened.unlock.Close()
 			}
 			l = nil
 		}

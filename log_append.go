@@ -3,6 +3,7 @@ package commitlog
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
@@ -152,6 +153,17 @@ func (l *Log) validateRaw(data []byte, leader bool) (*pendingWrite, error) {
 		next = h.NextOffset()
 		pos += h.Size()
 	}
+	if w.lastOffset >= math.MaxInt64-math.MaxInt32 {
+		// The next segment would start past the last base offset whose relative offsets fit
+		// int64 (the indexes refuse it): the log could take no write after this one.
+		return nil, fmt.Errorf("%w: last offset %d beyond the largest a log can hold", ErrCorrupt, w.lastOffset)
+	}
+	if w.lastOffset-w.firstOffset > math.MaxInt32 {
+		// One write lands in one segment, whose indexes hold offsets relative to its base in 31
+		// bits: written, the batches past that range could not be indexed, and recovery would
+		// cut them off. Kafka's LogSegment refuses such an append too.
+		return nil, fmt.Errorf("%w: batches span offsets %d to %d, more than one segment can hold", ErrCorrupt, w.firstOffset, w.lastOffset)
+	}
 	return w, nil
 }
 
@@ -229,8 +241,18 @@ func (l *Log) roll(newBase int64) error {
 		if err := old.remove(); err != nil {
 			return l.fail(fmt.Errorf("remove empty segment %s: %w", old.path(logSuffix), err))
 		}
-	} else if err := old.seal(); err != nil {
-		return l.fail(fmt.Errorf("seal %s: %w", old.path(logSuffix), err))
+	} else {
+		// Sealing remaps the indexes that readers look up under mu, so it runs under mu; the
+		// data is flushed first, outside it, so that readers do not wait for that fsync.
+		err := old.file.Sync()
+		if err == nil {
+			l.mu.Lock()
+			err = old.seal()
+			l.mu.Unlock()
+		}
+		if err != nil {
+			return l.fail(fmt.Errorf("seal %s: %w", old.path(logSuffix), err))
+		}
 	}
 	seg, err := createSegment(l.fs, l.dir, newBase, &l.cfg)
 	if err != nil {

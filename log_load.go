@@ -3,6 +3,7 @@ package commitlog
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -61,6 +62,10 @@ func (l *Log) load() error {
 				"segment", s.path(logSuffix), "position", rep.badPos, "err", rep.cause)
 			s.size.Store(fileSize)
 			s.nextOffset = bases[i+1]
+			// The timestamps of the batches from the bad one on are unknown: OffsetForTime must
+			// not skip the segment because of a largest timestamp taken from those before it.
+			// In memory only: the segment is sealed, its time index is not written again.
+			s.maxTimestamp = math.MaxInt64
 			continue
 		}
 		l.logger.Warn("truncating torn tail", "segment", s.path(logSuffix),

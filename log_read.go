@@ -99,7 +99,11 @@ func (s *segment) read(dst []byte, offset, end, pos, limit int64, maxBytes int, 
 			return dst, false, s.readError(sc.pos, offset, err)
 		}
 		if h.BaseOffset >= end {
-			return dst, false, nil
+			// Every batch below limit was published before end was read, so one claiming a later
+			// offset is damaged (the CRC does not cover the base offset). Saying "nothing here"
+			// would tell the caller it has reached the end of the log.
+			return dst, false, s.readError(sc.pos, offset, fmt.Errorf("%w: base offset %d at or past the log end offset %d",
+				recordbatch.ErrCorrupt, h.BaseOffset, end))
 		}
 		if h.LastOffset() >= offset {
 			break

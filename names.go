@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/commitlog-go/commitlog/internal/checkpoint"
 )
 
 // maxNameLength is Kafka's limit on a topic name (249 characters, so that a partition folder name
@@ -38,12 +40,30 @@ func checkTopicName(name string) error {
 	return nil
 }
 
-// checkReaderName returns ErrInvalidReaderName, saying why, unless name is legal.
+// checkReaderName returns ErrInvalidReaderName, saying why, unless name is legal. A reader's
+// positions file is named after it, so a name ending in the checkpoint's temporary suffix is
+// refused: its file would be the temporary file of the reader named without the suffix, and be
+// removed as a leftover whenever the store opens.
 func checkReaderName(name string) error {
-	if why := validName(name); why != "" {
+	why := validName(name)
+	if why == "" && strings.HasSuffix(name, checkpoint.TempSuffix) {
+		why = fmt.Sprintf("may not end in %q", checkpoint.TempSuffix)
+	}
+	if why != "" {
 		return fmt.Errorf("%w: %q: %s", ErrInvalidReaderName, name, why)
 	}
 	return nil
+}
+
+// maxDirNameLength is the longest file name most file systems take.
+const maxDirNameLength = 255
+
+// deleteDirName is the name a partition folder is renamed to while it is deleted:
+// "<topic>-<partition>-delete", the topic cut short (as Kafka cuts it) when the whole would pass
+// maxDirNameLength; a 249-character topic name leaves no room for the suffix otherwise.
+func deleteDirName(topic string, partition int32) string {
+	suffix := "-" + strconv.Itoa(int(partition)) + deleteSuffix
+	return topic[:min(len(topic), maxDirNameLength-len(suffix))] + suffix
 }
 
 // partitionDirName is the folder of a partition in a Kafka log directory: "<topic>-<partition>".

@@ -85,6 +85,7 @@ type Reader struct {
 	cursor int // the partition to try first
 	closed bool
 	done   chan struct{} // closed by Close
+	moved  chan struct{} // closed and replaced by every seek, to wake a blocked Next
 
 	commitMu sync.Mutex // serialises commits of this reader
 	wg       sync.WaitGroup
@@ -118,7 +119,7 @@ func (t *Topic) NewReader(cfg ReaderConfig) (*Reader, error) {
 			ids = append(ids, i)
 		}
 	}
-	r := &Reader{topic: t, cfg: cfg, done: make(chan struct{})}
+	r := &Reader{topic: t, cfg: cfg, done: make(chan struct{}), moved: make(chan struct{})}
 	for _, id := range ids {
 		p, err := t.Partition(id)
 		if err != nil {
@@ -193,7 +194,7 @@ func (r *Reader) Next(ctx context.Context) (*Record, error) {
 		// Take the wake-up channel before looking, so an append between the look and the wait
 		// is never missed.
 		wake := r.topic.appendedChan()
-		rec, err := r.poll()
+		rec, moved, err := r.poll()
 		if rec != nil || err != nil {
 			return rec, err
 		}
@@ -203,6 +204,7 @@ func (r *Reader) Next(ctx context.Context) (*Record, error) {
 		case <-r.done:
 			return nil, ErrClosed
 		case <-wake:
+		case <-moved: // a Seek from another goroutine: look again
 		}
 	}
 }
@@ -221,11 +223,16 @@ func (r *Reader) Records(ctx context.Context) iter.Seq2[*Record, error] {
 }
 
 // poll returns a buffered record, fetching from the partitions in turn when none is buffered;
-// nil, nil when every partition is at its high watermark.
-func (r *Reader) poll() (*Record, error) {
+// nil, nil when every partition is at its high watermark. moved is closed by the next seek.
+func (r *Reader) poll() (rec *Record, moved <-chan struct{}, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed || r.topic.isClosed() {
+	rec, err = r.pollLocked()
+	return rec, r.moved, err
+}
+
+func (r *Reader) pollLocked() (*Record, error) {
+	if r.stopped() {
 		return nil, ErrClosed
 	}
 	n := len(r.parts)
@@ -303,6 +310,10 @@ func lastNextOffset(b []byte) int64 {
 	return next
 }
 
+// stopped reports whether the reader can no longer read: it was closed, or its topic was (the
+// store closed, or the topic was deleted). Callers hold mu.
+func (r *Reader) stopped() bool { return r.closed || r.topic.isClosed() }
+
 // part returns the reader's state for partition id. Callers hold mu.
 func (r *Reader) part(id int32) (*readerPartition, error) {
 	for _, rp := range r.parts {
@@ -320,7 +331,7 @@ func (r *Reader) part(id int32) (*readerPartition, error) {
 func (r *Reader) Seek(partition int32, offset int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
+	if r.stopped() {
 		return ErrClosed
 	}
 	rp, err := r.part(partition)
@@ -328,16 +339,24 @@ func (r *Reader) Seek(partition int32, offset int64) error {
 		return err
 	}
 	rp.pos, rp.buf = offset, rp.buf[:0]
+	r.wakeMoved()
 	return nil
+}
+
+// wakeMoved wakes a Next blocked in another goroutine after a seek. Callers hold mu.
+func (r *Reader) wakeMoved() {
+	close(r.moved)
+	r.moved = make(chan struct{})
 }
 
 // seekAll moves every partition's position to where at says.
 func (r *Reader) seekAll(at func(*Partition) (int64, error)) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
+	if r.stopped() {
 		return ErrClosed
 	}
+	defer r.wakeMoved()
 	for _, rp := range r.parts {
 		off, err := at(rp.p)
 		if err != nil {
@@ -366,10 +385,13 @@ func (r *Reader) SeekToLatest() error {
 }
 
 // Position returns the offset of the next record the reader returns from partition.
-// ErrUnknownTopic for a partition the reader does not read.
+// ErrUnknownTopic for a partition the reader does not read, ErrClosed after Close.
 func (r *Reader) Position(partition int32) (int64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.stopped() {
+		return 0, ErrClosed
+	}
 	rp, err := r.part(partition)
 	if err != nil {
 		return 0, err

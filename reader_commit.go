@@ -69,7 +69,7 @@ func (r *Reader) Commit(ctx context.Context) error {
 		return fmt.Errorf("%w: an anonymous reader has no positions to commit", ErrInvalidReaderName)
 	}
 	r.mu.Lock()
-	closed := r.closed
+	closed := r.stopped()
 	r.mu.Unlock()
 	if closed {
 		return ErrClosed
@@ -118,8 +118,12 @@ func (r *Reader) autoCommit() {
 	}
 }
 
-// Readers returns the names of the readers that have committed positions, sorted.
+// Readers returns the names of the readers that have committed positions, sorted. ErrClosed
+// after Close.
 func (s *Store) Readers() ([]string, error) {
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
 	entries, err := s.o.fs.ReadDir(s.dir)
 	if err != nil {
 		return nil, err
@@ -135,12 +139,22 @@ func (s *Store) Readers() ([]string, error) {
 }
 
 // CommittedPositions returns the committed positions of the named reader, by topic and
-// partition. ErrCorrupt when its file is damaged.
+// partition. ErrCorrupt when its file is damaged, ErrClosed after Close.
 func (s *Store) CommittedPositions(name string) (map[string]map[int32]int64, error) {
 	if err := checkReaderName(name); err != nil {
 		return nil, err
 	}
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
 	return s.readPositions(name)
+}
+
+// isClosed reports whether Close was called.
+func (s *Store) isClosed() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.closed
 }
 
 // DeleteReader forgets a named reader's committed positions, including damaged ones, so that

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math"
 	"os"
 
 	"github.com/commitlog-go/commitlog/internal/index"
@@ -37,7 +39,9 @@ type loadReport struct {
 func (s *segment) load(full bool) (loadReport, error) {
 	rep := loadReport{badPos: -1}
 	if err := s.openIndexes(!s.sealed); err != nil {
-		if !errors.Is(err, index.ErrCorrupt) {
+		// A sealed segment's missing index is rebuilt like a corrupt one (an active segment's
+		// is created empty, and caught below).
+		if !errors.Is(err, index.ErrCorrupt) && !errors.Is(err, fs.ErrNotExist) {
 			return rep, err
 		}
 		rep.rebuilt = err
@@ -48,6 +52,11 @@ func (s *segment) load(full bool) (loadReport, error) {
 			rep.rebuilt, full = err, true
 		} else if err := s.timeIdx.Check(1<<63 - 1); err != nil {
 			rep.rebuilt, full = err, true
+		} else if s.timeIdx.Entries() == 0 && s.size.Load() > 0 {
+			// Close and seal leave the segment's largest timestamp in its time index; without
+			// it, a scan of the tail alone would take the tail's largest timestamp for the
+			// segment's, and OffsetForTime would skip the segment.
+			rep.rebuilt, full = fmt.Errorf("%w: %s: empty time index for a segment holding data", index.ErrCorrupt, s.path(timeIndexSuffix)), true
 		}
 	}
 	if !full {
@@ -76,6 +85,13 @@ func (s *segment) load(full bool) (loadReport, error) {
 				return rep, err
 			}
 		}
+		// A tail scan that stopped at a bad batch left size there: the rebuild covers the
+		// whole file, so that the bad batch is reported and the tail is cut.
+		size, err := s.file.Size()
+		if err != nil {
+			return rep, err
+		}
+		s.size.Store(size)
 		r, err := s.rebuild()
 		if err != nil {
 			return rep, err
@@ -156,6 +172,10 @@ func (s *segment) scanFrom(pos int64) (loadReport, error) {
 				err = fmt.Errorf("%w: base offset %d below the segment's %d", recordbatch.ErrCorrupt, h.BaseOffset, s.baseOffset)
 			case h.BaseOffset < s.nextOffset:
 				err = fmt.Errorf("%w: base offset %d not above the previous last offset %d", recordbatch.ErrCorrupt, h.BaseOffset, s.nextOffset-1)
+			case h.LastOffset()-s.baseOffset > math.MaxInt32:
+				// The indexes hold offsets relative to the base offset in 31 bits (Kafka's
+				// LogSegment rejects such a batch too): no segment ever written holds it.
+				err = fmt.Errorf("%w: last offset %d more than 2^31-1 above the segment's base offset %d", recordbatch.ErrCorrupt, h.LastOffset(), s.baseOffset)
 			}
 		}
 		if err != nil {

@@ -79,7 +79,10 @@ func (t *Topic) Append(ctx context.Context, recs ...*Record) error {
 	}
 	part := *t.partitioner.Load()
 	n := t.PartitionCount()
-	if n == 1 {
+	if n == 1 && hashesKeys(part) {
+		// The key-hashing partitioners can only answer 0: skip them. Any other partitioner
+		// (ManualPartitioner, the caller's own) is asked, so that an out-of-range answer is
+		// refused with one partition as with several.
 		for _, r := range recs {
 			r.Topic, r.Partition = t.name, 0
 		}
@@ -104,6 +107,16 @@ func (t *Topic) Append(ctx context.Context, recs ...*Record) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// hashesKeys reports whether p is one of the package's key-hashing partitioners, whose answer
+// with one partition is always 0.
+func hashesKeys(p Partitioner) bool {
+	switch p.(type) {
+	case *keyHash, *murmur2Partitioner:
+		return true
+	}
+	return false
 }
 
 // appendedChan returns a channel closed at the next append to any partition, or at close.

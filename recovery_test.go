@@ -1,0 +1,651 @@
+package commitlog
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/commitlog-go/commitlog/internal/fsys"
+	"github.com/commitlog-go/commitlog/internal/index"
+	"github.com/commitlog-go/commitlog/internal/recordbatch"
+)
+
+// How the recovery tests model a crash: crashCopy takes the files of a log while it is open, as
+// a process kill leaves them (and, under SyncAlways, as a power loss leaves every acknowledged
+// append): the data of every acknowledged append, the active segment's indexes preallocated with
+// their entries so far, and a state file saying the log was not closed cleanly, which the log
+// writes on open before its first append. Closing the log and then editing the state file would
+// not do: Close trims the indexes and flushes everything, a state no crash produces.
+
+func TestTornTail(t *testing.T) {
+	// Three batches of 10 workload records, all the same size B; the third, at [2B, 3B), is
+	// damaged in the crash image.
+	tests := []struct {
+		name   string
+		damage func(t *testing.T, fsy fsys.FS, log string, b int64)
+		leo    int64
+		size   func(b int64) int64 // of the .log after recovery
+	}{
+		{"cut inside the third batch's header", func(t *testing.T, fsy fsys.FS, log string, b int64) {
+			fsTruncate(t, fsy, log, 2*b+30)
+		}, 20, func(b int64) int64 { return 2 * b }},
+		{"cut right after the third batch's length field", func(t *testing.T, fsy fsys.FS, log string, b int64) {
+			fsTruncate(t, fsy, log, 2*b+12)
+		}, 20, func(b int64) int64 { return 2 * b }},
+		{"cut inside the third batch's records", func(t *testing.T, fsy fsys.FS, log string, b int64) {
+			fsTruncate(t, fsy, log, 2*b+recordbatch.HeaderSize+(b-recordbatch.HeaderSize)/2)
+		}, 20, func(b int64) int64 { return 2 * b }},
+		{"the third batch one byte short", func(t *testing.T, fsy fsys.FS, log string, b int64) {
+			fsTruncate(t, fsy, log, 3*b-1)
+		}, 20, func(b int64) int64 { return 2 * b }},
+		{"the third batch's record bytes zeroed", func(t *testing.T, fsy fsys.FS, log string, b int64) {
+			fsPatch(t, fsy, log, 2*b+recordbatch.HeaderSize, make([]byte, b-recordbatch.HeaderSize))
+		}, 20, func(b int64) int64 { return 2 * b }},
+		{"whole, followed by 4096 zero bytes", func(t *testing.T, fsy fsys.FS, log string, b int64) {
+			fsPatch(t, fsy, log, 3*b, make([]byte, 4096))
+		}, 30, func(b int64) int64 { return 3 * b }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+				cfg := baseConfig()
+				cfg.Sync = SyncAlways
+				cfg.IndexIntervalBytes = 1000 // entries for the second and the third batch
+				dir := t.TempDir()
+				l := openTestLog(t, fsy, dir, cfg)
+				want := appendBatches(t, l, 3, 10)
+				before, err := l.ReadBatches(nil, 0, math.MaxInt32)
+				require.NoError(t, err)
+				hs := batchHeaders(t, before)
+				require.Len(t, hs, 3)
+				b := int64(hs[0].Size())
+				require.Equal(t, 3*b, int64(len(before)))
+
+				crash := filepath.Join(t.TempDir(), "crash")
+				crashCopy(t, fsy, dir, crash)
+				require.NoError(t, l.Close())
+
+				// The crash image holds an index entry for the third batch, and a state that
+				// is not clean.
+				require.False(t, readTestState(t, fsy, crash).clean)
+				idx := fsReadFile(t, fsy, segPath(crash, 0, indexSuffix))
+				require.Equal(t, int64(cfg.SegmentIndexBytes), int64(len(idx)), "preallocated")
+				require.Equal(t, []uint32{19, uint32(b), 29, uint32(2 * b), 0, 0},
+					[]uint32{binary.BigEndian.Uint32(idx[0:]), binary.BigEndian.Uint32(idx[4:]),
+						binary.BigEndian.Uint32(idx[8:]), binary.BigEndian.Uint32(idx[12:]),
+						binary.BigEndian.Uint32(idx[16:]), binary.BigEndian.Uint32(idx[20:])})
+
+				logFile := segPath(crash, 0, logSuffix)
+				tt.damage(t, fsy, logFile, b)
+
+				l = openTestLog(t, fsy, crash, cfg)
+				size := tt.size(b)
+				require.Equal(t, tt.leo, l.LogEndOffset())
+				require.Equal(t, size, fsFileSize(t, fsy, logFile), "the torn tail is cut off")
+				require.Equal(t, size, l.Size())
+				got, err := l.ReadBatches(nil, 0, math.MaxInt32)
+				require.NoError(t, err)
+				requireSameBytes(t, before[:size], got)
+				requireSameRecords(t, want[:tt.leo], readAllRecords(t, l))
+				requireIndexesWithin(t, l)
+				_, err = l.ReadBatches(nil, tt.leo+1, 1<<20)
+				require.ErrorIs(t, err, ErrOffsetOutOfRange)
+
+				more := workloadRecords(100, 10)
+				require.NoError(t, l.Append(context.Background(), more...))
+				require.Equal(t, tt.leo, more[0].Offset)
+				want = append(want[:tt.leo:tt.leo], withOffsets(workloadRecords(100, 10), tt.leo)...)
+				require.NoError(t, l.Close())
+
+				l = openTestLog(t, fsy, crash, cfg)
+				require.Equal(t, tt.leo+10, l.LogEndOffset())
+				require.Equal(t, size+b, fsFileSize(t, fsy, logFile))
+				requireSameRecords(t, want, readAllRecords(t, l))
+				requireIndexesWithin(t, l)
+			})
+		})
+	}
+}
+
+func TestIndexAheadOfData(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		cfg := baseConfig()
+		cfg.IndexIntervalBytes = 1 // an index entry for every batch but the first
+		dir := t.TempDir()
+		l := openTestLog(t, fsy, dir, cfg)
+		want := appendBatches(t, l, 50, 1)
+		b := l.Size() / 50
+		require.Equal(t, 50*b, l.Size(), "single-record batches of one size")
+		require.NoError(t, l.Close())
+		require.Equal(t, int64(49*index.OffsetEntrySize), fsFileSize(t, fsy, segPath(dir, 0, indexSuffix)))
+
+		fsTruncate(t, fsy, segPath(dir, 0, logSuffix), 40*b)
+		l = openTestLog(t, fsy, dir, cfg)
+		require.Equal(t, int64(40), l.LogEndOffset())
+		requireIndexesWithin(t, l)
+		for _, off := range []int64{41, 45, 49, 50} {
+			_, err := l.ReadBatches(nil, off, 1<<20)
+			require.ErrorIs(t, err, ErrOffsetOutOfRange, "offset %d", off)
+		}
+		out, err := l.ReadBatches(nil, 40, 1<<20)
+		require.NoError(t, err)
+		require.Empty(t, out)
+		requireSameRecords(t, want[:40], readAllRecords(t, l))
+		ts, err := l.OffsetForTime(want[45].Timestamp.UnixMilli())
+		require.NoError(t, err)
+		require.Equal(t, int64(40), ts, "no record that recent: the log end offset")
+
+		more := workloadRecords(200, 1)
+		require.NoError(t, l.Append(context.Background(), more...))
+		require.Equal(t, int64(40), more[0].Offset)
+		require.NoError(t, l.Close())
+		l = openTestLog(t, fsy, dir, cfg)
+		require.Equal(t, int64(41), l.LogEndOffset())
+		requireSameRecords(t, append(want[:40:40], withOffsets(more, 40)...), readAllRecords(t, l))
+	})
+}
+
+// indexDamage rewrites an index file's bytes; nil result means delete the file.
+type indexDamage struct {
+	name string
+	fn   func(b []byte, logSize int64) []byte
+}
+
+func offsetIndexDamages() []indexDamage {
+	return []indexDamage{
+		{"random bytes", randomBytes},
+		{"3 extra bytes", func(b []byte, _ int64) []byte { return append(b, 1, 2, 3) }},
+		{"two entries swapped", func(b []byte, _ int64) []byte { return swapEntries(b, index.OffsetEntrySize) }},
+		{"a position past the file", func(b []byte, logSize int64) []byte {
+			binary.BigEndian.PutUint32(b[len(b)-4:], uint32(logSize+100))
+			return b
+		}},
+		{"relative offset 0xFFFFFFFF", func(b []byte, _ int64) []byte {
+			binary.BigEndian.PutUint32(b[len(b)-8:], 0xFFFFFFFF)
+			return b
+		}},
+		{"empty file", func([]byte, int64) []byte { return []byte{} }},
+		{"deleted file", func([]byte, int64) []byte { return nil }},
+	}
+}
+
+func timeIndexDamages() []indexDamage {
+	return []indexDamage{
+		{"random bytes", randomBytes},
+		{"3 extra bytes", func(b []byte, _ int64) []byte { return append(b, 1, 2, 3) }},
+		{"two entries swapped", func(b []byte, _ int64) []byte { return swapEntries(b, index.TimeEntrySize) }},
+		{"falling timestamps", func(b []byte, _ int64) []byte {
+			first := binary.BigEndian.Uint64(b)
+			binary.BigEndian.PutUint64(b[len(b)-12:], first-1)
+			return b
+		}},
+		{"relative offset 0xFFFFFFFF", func(b []byte, _ int64) []byte {
+			binary.BigEndian.PutUint32(b[len(b)-4:], 0xFFFFFFFF)
+			return b
+		}},
+		{"empty file", func([]byte, int64) []byte { return []byte{} }},
+		{"deleted file", func([]byte, int64) []byte { return nil }},
+	}
+}
+
+func randomBytes(b []byte, _ int64) []byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func swapEntries(b []byte, size int) []byte {
+	e0 := bytes.Clone(b[:size])
+	copy(b[:size], b[size:2*size])
+	copy(b[size:2*size], e0)
+	return b
+}
+
+// readAnswers are what a log answers to reads at every offset and time lookups at every
+// timestamp from lo to hi.
+type readAnswers struct {
+	first, all [][]byte
+	times      []int64
+}
+
+func collectAnswers(t *testing.T, l *Log, lo, hi int64) readAnswers {
+	t.Helper()
+	var a readAnswers
+	for off := l.LogStartOffset(); off <= l.LogEndOffset(); off++ {
+		b, err := l.ReadBatches(nil, off, 1)
+		require.NoError(t, err, "offset %d", off)
+		a.first = append(a.first, b)
+		b, err = l.ReadBatches(nil, off, 1<<20)
+		require.NoError(t, err, "offset %d", off)
+		a.all = append(a.all, b)
+	}
+	for ts := lo; ts <= hi; ts++ {
+		off, err := l.OffsetForTime(ts)
+		require.NoError(t, err, "time %d", ts)
+		a.times = append(a.times, off)
+	}
+	return a
+}
+
+func requireSameAnswers(t *testing.T, want, got readAnswers, lo int64) {
+	t.Helper()
+	require.Len(t, got.first, len(want.first))
+	for off := range want.first {
+		requireSameBytes(t, want.first[off], got.first[off], "first batch at offset ", off)
+		requireSameBytes(t, want.all[off], got.all[off], "batches at offset ", off)
+	}
+	require.Len(t, got.times, len(want.times))
+	for i := range want.times {
+		require.Equal(t, want.times[i], got.times[i], "offset for time %d", lo+int64(i))
+	}
+}
+
+func TestCorruptIndexesChangeNoAnswer(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		// Single-record batches of the workload, all of one size b; 12 to a segment.
+		probe := openTestLog(t, fsy, t.TempDir(), baseConfig())
+		appendBatches(t, probe, 1, 1)
+		b := probe.Size()
+		require.NoError(t, probe.Close())
+		cfg := baseConfig()
+		cfg.SegmentBytes = 12 * b
+		cfg.IndexIntervalBytes = 1
+		pristine := t.TempDir()
+		l := openTestLog(t, fsy, pristine, cfg)
+		// Timestamps rise, with ties, except in the last batch of each segment, which goes
+		// back in time: a segment's largest timestamp is not in its last batch.
+		var ts []int64
+		for k := range 44 {
+			m := int64(10 * k)
+			switch {
+			case k%12 == 11 || k == 43:
+				m -= 200
+			case k%5 == 2:
+				m -= 10 // the same as the batch before
+			}
+			r := workloadRecord(k)
+			r.Timestamp = testEpoch.Add(time.Duration(m) * time.Millisecond)
+			require.NoError(t, l.Append(context.Background(), r))
+			ts = append(ts, m)
+		}
+		bases := segmentBases(l)
+		require.Equal(t, []int64{0, 12, 24, 36}, bases)
+		require.NoError(t, l.Close())
+
+		l = openTestLog(t, fsy, pristine, cfg)
+		lo, hi := testEpoch.UnixMilli()-202, testEpoch.UnixMilli()+432
+		want := collectAnswers(t, l, lo, hi)
+		for i, off := range want.times {
+			require.Equal(t, bruteForceOffsetForTime(ts, int64(i)-202, l.LogEndOffset()), off)
+		}
+		// The precondition of the empty and deleted time index cases: the last batch of the
+		// sealed and of the active segment does not hold its segment's largest timestamp.
+		type segInfo struct {
+			base, offsetOfMax, last    int64
+			offsetEntries, timeEntries int
+		}
+		var infos []segInfo
+		l.mu.RLock()
+		for _, s := range []*segment{l.segments[0], l.active()} {
+			infos = append(infos, segInfo{s.baseOffset, s.offsetOfMaxTimestamp, s.nextOffset - 1,
+				s.offsetIdx.Entries(), s.timeIdx.Entries()})
+		}
+		l.mu.RUnlock()
+		for _, in := range infos {
+			require.Less(t, in.offsetOfMax, in.last, "segment %d", in.base)
+			require.Greater(t, in.offsetEntries, 2, "segment %d", in.base)
+			require.Greater(t, in.timeEntries, 2, "segment %d", in.base)
+		}
+		require.NoError(t, l.Close())
+
+		targets := []struct {
+			name string
+			base int64
+		}{{"sealed", bases[0]}, {"active", bases[len(bases)-1]}}
+		for _, target := range targets {
+			for _, kind := range []struct {
+				suffix  string
+				damages []indexDamage
+			}{{indexSuffix, offsetIndexDamages()}, {timeIndexSuffix, timeIndexDamages()}} {
+				for _, d := range kind.damages {
+					t.Run(fmt.Sprintf("%s %s %s", target.name, kind.suffix, d.name), func(t *testing.T) {
+						dir := filepath.Join(t.TempDir(), "log")
+						crashCopy(t, fsy, pristine, dir) // the pristine log is closed: a copy
+						file := segPath(dir, target.base, kind.suffix)
+						logSize := fsFileSize(t, fsy, segPath(dir, target.base, logSuffix))
+						if b := d.fn(fsReadFile(t, fsy, file), logSize); b == nil {
+							require.NoError(t, fsy.Remove(file))
+						} else {
+							fsWriteFile(t, fsy, file, b)
+						}
+
+						l := openTestLog(t, fsy, dir, cfg)
+						requireSameAnswers(t, want, collectAnswers(t, l, lo, hi), lo)
+						requireIndexesWithin(t, l)
+						require.NoError(t, l.Close())
+						// The indexes written back are whole again.
+						l = openTestLog(t, fsy, dir, cfg)
+						requireSameAnswers(t, want, collectAnswers(t, l, lo, hi), lo)
+						requireIndexesWithin(t, l)
+					})
+				}
+			}
+		}
+	})
+}
+
+// threeSegmentLog writes segments [0,30) [30,60) [60,90) of three batches of 10 workload records
+// each, all of size b, closes the log and returns its records and b.
+func threeSegmentLog(t *testing.T, fsy fsys.FS, dir string) (LogConfig, []*Record, int64) {
+	t.Helper()
+	probe := openTestLog(t, fsy, t.TempDir(), baseConfig())
+	appendBatches(t, probe, 1, 10)
+	b := probe.Size()
+	require.NoError(t, probe.Close())
+
+	cfg := baseConfig()
+	cfg.SegmentBytes = 3 * b
+	cfg.IndexIntervalBytes = 1000
+	l := openTestLog(t, fsy, dir, cfg)
+	want := appendBatches(t, l, 9, 10)
+	require.Equal(t, []int64{0, 30, 60}, segmentBases(l))
+	require.NoError(t, l.Close())
+	return cfg, want, b
+}
+
+func TestBitFlipInSealedSegment(t *testing.T) {
+	// The flip is in the second batch (offsets 40-49, at position b) of the middle segment.
+	flips := []struct {
+		name string
+		at   func(t *testing.T, seg []byte, b int64) int64 // position of the byte, in the segment
+		bit  byte
+	}{
+		{"a value byte of a record", func(t *testing.T, seg []byte, b int64) int64 {
+			i := bytes.Index(seg, workloadRecord(45).Value)
+			require.Greater(t, int64(i), b)
+			require.Less(t, int64(i), 2*b)
+			return int64(i) + 50
+		}, 0x04},
+		{"the high bit of the length field", func(t *testing.T, seg []byte, b int64) int64 { return b + 8 }, 0x80},
+		{"a length bit making the batch run past the file", func(t *testing.T, seg []byte, b int64) int64 { return b + 9 }, 0x10},
+		{"a length bit making the batch shorter", func(t *testing.T, seg []byte, b int64) int64 { return b + 10 }, 0x02},
+		{"the magic byte", func(t *testing.T, seg []byte, b int64) int64 { return b + 16 }, 0x01},
+	}
+	// How the log was left: closed cleanly (nothing is scanned), or crashed with every segment
+	// to scan, or without a state file (a folder from a Kafka broker: the last segment is
+	// scanned).
+	states := []struct {
+		name string
+		set  func(t *testing.T, fsy fsys.FS, dir string)
+	}{
+		{"clean", func(*testing.T, fsys.FS, string) {}},
+		{"unclean, recovery point 0", func(t *testing.T, fsy fsys.FS, dir string) {
+			writeTestState(t, fsy, dir, logState{recoveryPoint: 0})
+		}},
+		{"no state", func(t *testing.T, fsy fsys.FS, dir string) {
+			require.NoError(t, fsy.Remove(filepath.Join(dir, stateFileName)))
+		}},
+	}
+	for _, flip := range flips {
+		for _, st := range states {
+			t.Run(flip.name+", "+st.name, func(t *testing.T) {
+				forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+					dir := t.TempDir()
+					cfg, want, b := threeSegmentLog(t, fsy, dir)
+					mid := segPath(dir, 30, logSuffix)
+					seg := fsReadFile(t, fsy, mid)
+					pos := flip.at(t, seg, b)
+					fsPatch(t, fsy, mid, pos, []byte{seg[pos] ^ flip.bit})
+					st.set(t, fsy, dir)
+
+					l := openTestLog(t, fsy, dir, cfg)
+					require.Equal(t, int64(90), l.LogEndOffset())
+					require.Equal(t, []int64{0, 30, 60}, segmentBases(l))
+					require.Equal(t, 3*b, fsFileSize(t, fsy, mid), "a sealed segment is never cut")
+					for off := int64(0); off < 90; off++ {
+						recs, err := l.ReadRecords(off, 1)
+						if off >= 40 && off < 50 {
+							require.ErrorIs(t, err, ErrCorrupt, "offset %d", off)
+							require.Contains(t, err.Error(), mid)
+							require.Contains(t, err.Error(), fmt.Sprintf("position %d (offset %d)", b, off))
+							continue
+						}
+						if err != nil && off >= 50 && off < 60 {
+							// Past a broken length, a batch of the same segment may only be
+							// reachable by walking over the broken one: then it is ErrCorrupt,
+							// never wrong records.
+							require.ErrorIs(t, err, ErrCorrupt, "offset %d", off)
+							require.NotContains(t, flip.name, "value", "a value flip leaves the framing whole")
+							continue
+						}
+						require.NoError(t, err, "offset %d", off)
+						require.NotEmpty(t, recs)
+						requireSameRecords(t, want[off:off+int64(len(recs))], recs)
+					}
+					for _, off := range []int64{5, 29} {
+						got, err := l.OffsetForTime(want[off].Timestamp.UnixMilli())
+						require.NoError(t, err)
+						require.Equal(t, off, got)
+					}
+					// Times past the middle segment: after a clean close its time index says
+					// how recent its records are. A recovery scan that stopped at the bad batch
+					// knows nothing of the records from it on, which may be the answer, and the
+					// search has to walk over them: it can when the framing is whole, and
+					// otherwise reports the batch it cannot read.
+					for _, off := range []int64{60, 89} {
+						got, err := l.OffsetForTime(want[off].Timestamp.UnixMilli())
+						if st.name == "unclean, recovery point 0" && flip.bit != 0x04 {
+							require.ErrorIs(t, err, ErrCorrupt)
+							require.Contains(t, err.Error(), mid)
+							continue
+						}
+						require.NoError(t, err)
+						require.Equal(t, off, got)
+					}
+					// The first record at or after the time of offset 45 is in the bad batch.
+					_, err := l.OffsetForTime(want[45].Timestamp.UnixMilli())
+					require.ErrorIs(t, err, ErrCorrupt)
+					if flip.bit == 0x04 { // the value flip: the batches after the bad one are whole
+						got, err := l.OffsetForTime(want[55].Timestamp.UnixMilli())
+						require.NoError(t, err)
+						require.Equal(t, int64(55), got)
+					}
+					recs := workloadRecords(90, 1)
+					require.NoError(t, l.Append(context.Background(), recs...))
+					require.Equal(t, int64(90), recs[0].Offset)
+				})
+			})
+		}
+	}
+}
+
+func TestLengthFieldsNeverPanicNorAllocate(t *testing.T) {
+	// A length field set to a huge or tiny value: in the last batch of the active segment (a torn
+	// tail: cut off on open), or in the middle batch of the first, sealed, segment (corruption:
+	// left in place, reads of it fail). Opening and reading allocate little whatever it says.
+	lengths := []struct {
+		name   string
+		length func(fileSize, pos int64) uint32
+	}{
+		{"0x7FFFFFFF", func(int64, int64) uint32 { return 0x7FFFFFFF }},
+		{"0xFFFFFFFF", func(int64, int64) uint32 { return 0xFFFFFFFF }},
+		{"0", func(int64, int64) uint32 { return 0 }},
+		{"header size - 1", func(int64, int64) uint32 { return recordbatch.HeaderSize - 1 }},
+		{"below an empty batch", func(int64, int64) uint32 { return recordbatch.HeaderSize - recordbatch.LogOverhead - 1 }},
+		{"file size + 1", func(fileSize, pos int64) uint32 {
+			return uint32(fileSize - pos - recordbatch.LogOverhead + 1)
+		}},
+	}
+	places := []struct {
+		name    string
+		base    int64 // segment
+		batch   int64 // batch index in the segment
+		unclean bool
+	}{
+		{"tail", 60, 2, false},
+		{"tail after a crash", 60, 2, true},
+		{"middle of a sealed segment", 0, 1, false},
+		{"middle of a sealed segment after a crash", 0, 1, true},
+	}
+	for _, ln := range lengths {
+		for _, place := range places {
+			t.Run(ln.name+" at the "+place.name, func(t *testing.T) {
+				forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+					dir := t.TempDir()
+					cfg, want, b := threeSegmentLog(t, fsy, dir)
+					file := segPath(dir, place.base, logSuffix)
+					pos := place.batch * b
+					var field [4]byte
+					binary.BigEndian.PutUint32(field[:], ln.length(fsFileSize(t, fsy, file), pos))
+					fsPatch(t, fsy, file, pos+8, field[:])
+					if place.unclean {
+						writeTestState(t, fsy, dir, logState{recoveryPoint: 0})
+					}
+					badFirst := place.base + place.batch*10
+
+					var before, after runtime.MemStats
+					runtime.ReadMemStats(&before)
+					l, err := OpenLog(dir, cfg, withFS(fsy), WithClock(fixedClock))
+					require.NoError(t, err)
+					leo := l.LogEndOffset()
+					var readErrs []error
+					for off := int64(0); off < leo; off++ {
+						_, err := l.ReadBatches(nil, off, 1)
+						readErrs = append(readErrs, err)
+					}
+					_, timeErr := l.OffsetForTime(want[badFirst].Timestamp.UnixMilli())
+					require.NoError(t, l.Close())
+					runtime.ReadMemStats(&after)
+					alloc := after.TotalAlloc - before.TotalAlloc
+					t.Logf("opening, %d reads and closing allocated %d bytes", leo, alloc)
+					require.Less(t, alloc, uint64(4<<20), "bytes allocated opening and reading")
+
+					if place.base == 60 {
+						require.Equal(t, badFirst, leo, "the torn tail is cut")
+						require.Equal(t, pos, fsFileSize(t, fsy, file))
+						for _, err := range readErrs {
+							require.NoError(t, err)
+						}
+						require.NoError(t, timeErr)
+						return
+					}
+					require.Equal(t, int64(90), leo)
+					for off, err := range readErrs {
+						switch {
+						case int64(off) >= badFirst && int64(off) < badFirst+10:
+							require.ErrorIs(t, err, ErrCorrupt, "offset %d", off)
+							require.Contains(t, err.Error(), fmt.Sprintf("%s position %d (offset %d)", file, pos, off))
+						case int64(off) >= badFirst+10 && int64(off) < 30:
+							// Behind the broken length in the same segment: reachable through
+							// the index, or ErrCorrupt.
+							if err != nil {
+								require.ErrorIs(t, err, ErrCorrupt, "offset %d", off)
+							}
+						default:
+							require.NoError(t, err, "offset %d", off)
+						}
+					}
+					require.ErrorIs(t, timeErr, ErrCorrupt)
+					l = openTestLog(t, fsy, dir, cfg)
+					recs, err := l.ReadRecords(0, 1<<20)
+					require.NoError(t, err)
+					requireSameRecords(t, want[:10], recs)
+					recs, err = l.ReadRecords(30, 1<<20)
+					require.NoError(t, err)
+					requireSameRecords(t, want[30:60], recs)
+				})
+			})
+		}
+	}
+}
+
+func TestCrashAroundRoll(t *testing.T) {
+	// The crash image is taken at the first write into a new segment: its files exist (an
+	// empty .log, preallocated indexes), the state checkpoint of the roll was written, and no
+	// batch is in the segment yet.
+	variants := []struct {
+		name  string
+		alter func(t *testing.T, fsy fsys.FS, dir string)
+	}{
+		{"as the crash left it", func(*testing.T, fsys.FS, string) {}},
+		{"empty index files", func(t *testing.T, fsy fsys.FS, dir string) {
+			fsTruncate(t, fsy, segPath(dir, 30, indexSuffix), 0)
+			fsTruncate(t, fsy, segPath(dir, 30, timeIndexSuffix), 0)
+		}},
+		{"no index files", func(t *testing.T, fsy fsys.FS, dir string) {
+			require.NoError(t, fsy.Remove(segPath(dir, 30, indexSuffix)))
+			require.NoError(t, fsy.Remove(segPath(dir, 30, timeIndexSuffix)))
+		}},
+		{"state from before the roll", func(t *testing.T, fsy fsys.FS, dir string) {
+			writeTestState(t, fsy, dir, logState{recoveryPoint: 0})
+		}},
+		{"no state", func(t *testing.T, fsy fsys.FS, dir string) {
+			require.NoError(t, fsy.Remove(filepath.Join(dir, stateFileName)))
+		}},
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+				probe := openTestLog(t, fsy, t.TempDir(), baseConfig())
+				appendBatches(t, probe, 1, 10)
+				b := probe.Size()
+				require.NoError(t, probe.Close())
+
+				cfg := baseConfig()
+				cfg.SegmentBytes = 3 * b
+				cfg.IndexIntervalBytes = 1000
+				dir := t.TempDir()
+				crash := filepath.Join(t.TempDir(), "crash")
+				ffs := newFaultyFS(fsy)
+				l := openTestLog(t, ffs, dir, cfg)
+				want := appendBatches(t, l, 3, 10)
+				taken := false
+				ffs.mu.Lock()
+				ffs.beforeWrite = func(name string, off int64) {
+					if !taken && name == segPath(dir, 30, logSuffix) && off == 0 {
+						taken = true
+						crashCopy(t, fsy, dir, crash)
+					}
+				}
+				ffs.mu.Unlock()
+				appendBatches(t, l, 1, 10)
+				require.True(t, taken)
+				require.NoError(t, l.Close())
+
+				require.Equal(t, []int64{0, 30}, logFileBases(t, fsy, crash))
+				require.Equal(t, int64(0), fsFileSize(t, fsy, segPath(crash, 30, logSuffix)))
+				require.Equal(t, logState{recoveryPoint: 30}, readTestState(t, fsy, crash))
+				v.alter(t, fsy, crash)
+
+				l = openTestLog(t, fsy, crash, cfg)
+				require.Equal(t, int64(30), l.LogEndOffset())
+				require.Equal(t, []int64{0, 30}, segmentBases(l))
+				requireSameRecords(t, want, readAllRecords(t, l))
+				requireIndexesWithin(t, l)
+				more := workloadRecords(30, 10)
+				require.NoError(t, l.Append(context.Background(), more...))
+				require.Equal(t, int64(30), more[0].Offset)
+				want = append(want, withOffsets(workloadRecords(30, 10), 30)...)
+				require.Equal(t, []int64{0, 30}, segmentBases(l))
+				require.Equal(t, []int64{0, 30}, logFileBases(t, fsy, crash))
+				require.NoError(t, l.Close())
+
+				l = openTestLog(t, fsy, crash, cfg)
+				require.Equal(t, int64(40), l.LogEndOffset())
+				require.Equal(t, []int64{0, 30}, segmentBases(l))
+				requireSameRecords(t, want, readAllRecords(t, l))
+			})
+		})
+	}
+}
