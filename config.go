@@ -112,6 +112,21 @@ type LogConfig struct {
 	Compression Compression
 	// Sync is the flush policy; SyncDefault inherits the options' policy.
 	Sync SyncPolicy
+	// RetentionDuration is retention.ms: sealed segments whose largest record timestamp is older
+	// than this are deleted, oldest first. 0 means DefaultRetentionDuration (7 days); negative
+	// keeps records forever (Kafka's -1).
+	RetentionDuration time.Duration
+	// RetentionBytes is retention.bytes: oldest segments are deleted while the log exceeds this
+	// size by at least the segment's size. 0 or negative means no limit (Kafka's default -1).
+	RetentionBytes int64
+	// FileDeleteDelay is file.delete.delay.ms: how long a deleted segment's files, renamed
+	// "*.deleted", stay on disk before they are removed (and never while a reader still reads
+	// them). 0 means DefaultFileDeleteDelay (1 minute); negative means at once.
+	FileDeleteDelay time.Duration
+	// TimestampAfterMax is message.timestamp.after.max.ms: a CreateTime record whose timestamp
+	// is more than this ahead of the append time is rejected with ErrInvalidTimestamp. 0 means
+	// DefaultTimestampAfterMax (1 hour); negative disables the check.
+	TimestampAfterMax time.Duration
 }
 
 // withDefaults returns c with zero fields set to Kafka's defaults and Sync resolved against def.
@@ -130,6 +145,18 @@ func (c LogConfig) withDefaults(def SyncPolicy) LogConfig {
 	}
 	if c.MaxMessageBytes == 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.RetentionDuration == 0 {
+		c.RetentionDuration = DefaultRetentionDuration
+	}
+	if c.RetentionBytes == 0 {
+		c.RetentionBytes = -1
+	}
+	if c.FileDeleteDelay == 0 {
+		c.FileDeleteDelay = DefaultFileDeleteDelay
+	}
+	if c.TimestampAfterMax == 0 {
+		c.TimestampAfterMax = DefaultTimestampAfterMax
 	}
 	if c.Sync == SyncDefault {
 		c.Sync = def

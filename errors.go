@@ -62,6 +62,11 @@ var (
 	// ErrReaderExists is returned by NewReader for a name a live reader of the store already has.
 	ErrReaderExists = errors.New("commitlog: a reader with this name is open")
 
+	// ErrInvalidTimestamp is returned by appends of a CreateTime record whose timestamp is
+	// further ahead of the append time than TimestampAfterMax allows (Kafka's
+	// INVALID_TIMESTAMP). Nothing of the call is written.
+	ErrInvalidTimestamp = errors.New("commitlog: invalid timestamp")
+
 	// ErrInvalidConfig is returned for a configuration value out of its documented range.
 	ErrInvalidConfig = errors.New("commitlog: invalid config")
 )

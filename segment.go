@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
 	"github.com/commitlog-go/commitlog/internal/index"
@@ -67,6 +68,14 @@ type segment struct {
 	// bytesSinceIndex counts bytes appended since the last offset index entry.
 	bytesSinceIndex int
 	sealed          bool
+
+	// refs counts reads in progress; a retired segment's files are closed and removed only
+	// when it drops to 0 (and its delete delay has passed).
+	refs atomic.Int32
+	// retired is set when retention or truncation removed the segment from the log and renamed
+	// its files "*.deleted"; deleteAt is when they may go. Both are guarded by the log's retireMu.
+	retired  bool
+	deleteAt time.Time
 }
 
 func (s *segment) path(suffix string) string {
@@ -259,6 +268,33 @@ func (s *segment) close() error {
 	if s.file != nil {
 		errs = append(errs, s.file.Close())
 		s.file = nil
+	}
+	return errors.Join(errs...)
+}
+
+// deletedSuffix marks the files of a segment retention or truncation removed, until they are
+// deleted, as Kafka marks them.
+const deletedSuffix = ".deleted"
+
+// retire renames the segment's files to "*.deleted"; they stay open for reads in progress.
+func (s *segment) retire(deleteAt time.Time) error {
+	var errs []error
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		if err := s.fs.Rename(s.path(suf), s.path(suf+deletedSuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	s.retired, s.deleteAt = true, deleteAt
+	return errors.Join(errs...)
+}
+
+// removeRetired closes a retired segment and deletes its renamed files.
+func (s *segment) removeRetired() error {
+	errs := []error{s.close()}
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		if err := s.fs.Remove(s.path(suf + deletedSuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -2,8 +2,6 @@ package commitlog
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -178,11 +176,14 @@ func TestStoreTopicConfigPersisted(t *testing.T) {
 		SegmentIndexBytes: DefaultSegmentIndexBytes, IndexIntervalBytes: DefaultIndexIntervalBytes,
 		MaxMessageBytes: DefaultMaxMessageBytes, TimestampType: CreateTime,
 		Compression: CompressionNone, Sync: SyncAlways,
+		RetentionDuration: DefaultRetentionDuration, RetentionBytes: -1,
+		FileDeleteDelay: DefaultFileDeleteDelay, TimestampAfterMax: DefaultTimestampAfterMax,
 	}
 	custom := LogConfig{
 		SegmentBytes: 1 << 20, SegmentDuration: 3 * time.Hour, SegmentIndexBytes: 64 << 10,
 		IndexIntervalBytes: 512, MaxMessageBytes: 100_000, TimestampType: LogAppendTime,
 		Compression: CompressionZstd, Sync: SyncNever,
+		RetentionDuration: -1, RetentionBytes: 1 << 30, FileDeleteDelay: -1, TimestampAfterMax: 5 * time.Minute,
 	}
 	appendTime := time.UnixMilli(1_714_557_600_123)
 	clock := func() time.Time { return appendTime }
@@ -695,6 +696,8 @@ func TestStoreAdoptsKafkaFolders(t *testing.T) {
 		SegmentBytes: DefaultSegmentBytes, SegmentDuration: DefaultSegmentDuration,
 		SegmentIndexBytes: DefaultSegmentIndexBytes, IndexIntervalBytes: DefaultIndexIntervalBytes,
 		MaxMessageBytes: DefaultMaxMessageBytes, Sync: SyncAlways,
+		RetentionDuration: DefaultRetentionDuration, RetentionBytes: -1,
+		FileDeleteDelay: DefaultFileDeleteDelay, TimestampAfterMax: DefaultTimestampAfterMax,
 	}}, tp.Config())
 	requireKafkaFiles()
 	for p, seen := range want {
@@ -912,6 +915,3 @@ func stMust[T any](v T, err error) T {
 	}
 	return v
 }
-
-var _ = errors.Is
-var _ = fmt.Sprint

@@ -25,6 +25,26 @@ type topicConfigJSON struct {
 	TimestampType      string `json:"message.timestamp.type"`
 	Compression        string `json:"compression.type"`
 	Sync               int64  `json:"commitlog.sync"` // SyncPolicy's own encoding
+	RetentionMs        int64  `json:"retention.ms"`
+	RetentionBytes     int64  `json:"retention.bytes"`
+	FileDeleteDelayMs  int64  `json:"file.delete.delay.ms"`
+	TimestampAfterMax  int64  `json:"message.timestamp.after.max.ms"`
+}
+
+// durationMs writes a duration in Kafka's ms, keeping "negative means off" as -1.
+func durationMs(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return d.Milliseconds()
+}
+
+// msDuration reads it back: -1 (any negative) stays negative.
+func msDuration(ms int64) time.Duration {
+	if ms < 0 {
+		return -1
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 func (c TopicConfig) toJSON() topicConfigJSON {
@@ -36,7 +56,8 @@ func (c TopicConfig) toJSON() topicConfigJSON {
 		Partitions: c.Partitions, SegmentBytes: c.SegmentBytes, SegmentMs: c.SegmentDuration.Milliseconds(),
 		SegmentIndexBytes: c.SegmentIndexBytes, IndexIntervalBytes: c.IndexIntervalBytes,
 		MaxMessageBytes: c.MaxMessageBytes, TimestampType: tt, Compression: c.Compression.String(),
-		Sync: int64(c.Sync),
+		Sync: int64(c.Sync), RetentionMs: durationMs(c.RetentionDuration), RetentionBytes: c.RetentionBytes,
+		FileDeleteDelayMs: durationMs(c.FileDeleteDelay), TimestampAfterMax: durationMs(c.TimestampAfterMax),
 	}
 }
 
@@ -45,6 +66,8 @@ func (j topicConfigJSON) toConfig() (TopicConfig, error) {
 		SegmentBytes: j.SegmentBytes, SegmentDuration: time.Duration(j.SegmentMs) * time.Millisecond,
 		SegmentIndexBytes: j.SegmentIndexBytes, IndexIntervalBytes: j.IndexIntervalBytes,
 		MaxMessageBytes: j.MaxMessageBytes, Sync: SyncPolicy(j.Sync),
+		RetentionDuration: msDuration(j.RetentionMs), RetentionBytes: j.RetentionBytes,
+		FileDeleteDelay: msDuration(j.FileDeleteDelayMs), TimestampAfterMax: msDuration(j.TimestampAfterMax),
 	}}
 	switch j.TimestampType {
 	case "CreateTime", "":
