@@ -45,12 +45,24 @@ type Log struct {
 	recoveryPoint  int64 // offsets below are known durable; checkpointed
 	appendSeq      uint64
 	closed         bool
-	appended       chan struct{} // closed and replaced at every append; see appendedChan
+	appended       chan struct{} // closed at the next append, nil when nobody waits; see appendedChan
 
 	// syncMu serialises fsyncs; waiters whose write an earlier fsync covered return at once.
 	syncMu     sync.Mutex
 	durableSeq uint64
 	failure    error // set once an fsync fails; guarded by mu
+
+	// gcMu guards the group commit (see syncTo): whether a leader's fsync is running, and the
+	// sequence number its last fsync made durable. gcCond, on gcMu, wakes the waiters.
+	gcMu      sync.Mutex
+	gcCond    sync.Cond
+	gcSyncing bool
+	gcDurable uint64
+
+	// retireMu guards retired: segments removed from the log whose files wait for their readers
+	// and their delete delay before they are deleted.
+	retireMu sync.Mutex
+	retired  []*segment
 
 	builders sync.Pool // *recordbatch.Builder
 	scratch  sync.Pool // *[]byte read-ahead buffers for reads
@@ -80,6 +92,7 @@ func openLog(dir string, cfg LogConfig, o options, lock bool) (l *Log, err error
 		return nil, err
 	}
 	l = &Log{dir: dir, cfg: cfg, fs: o.fs, logger: o.logger.With("log", dir), now: o.now}
+	l.gcCond.L = &l.gcMu
 	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("commitlog: open %s: %w", dir, err)
 	}
@@ -197,6 +210,8 @@ func (l *Log) Close() error {
 	for _, s := range l.segments {
 		errs = append(errs, s.close())
 	}
+	// Nobody can start a read now; files of reads still running go with the log.
+	errs = append(errs, l.sweepRetired(time.Time{}, true))
 	if clean && errors.Join(errs...) == nil {
 		// Only a log whose every byte reached the disk may skip recovery next time.
 		st := logState{logStartOffset: l.logStartOffset, recoveryPoint: act.nextOffset, clean: true}

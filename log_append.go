@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
@@ -21,7 +22,8 @@ type pendingWrite struct {
 // the log end offset. Each record's Offset is set; its Timestamp is set to the append time when
 // zero, and always under LogAppendTime. Records that together exceed MaxMessageBytes are split
 // into several batches in order; a single record that cannot fit a batch of MaxMessageBytes
-// returns ErrRecordTooLarge and nothing is written.
+// returns ErrRecordTooLarge and nothing is written. Under CreateTime a record timestamped more than
+// TimestampAfterMax ahead of the append time returns ErrInvalidTimestamp, nothing written.
 //
 // Under SyncAlways Append returns once the batch is on stable storage; concurrent appends share
 // one fdatasync. It returns ErrClosed after Close, an error wrapping ErrSync after a failed
@@ -35,9 +37,11 @@ func (l *Log) Append(ctx context.Context, recs ...*Record) error {
 		return nil
 	}
 	now := l.now()
-	for _, r := range recs {
+	for i, r := range recs {
 		if r.Timestamp.IsZero() || l.cfg.TimestampType == LogAppendTime {
 			r.Timestamp = now
+		} else if err := l.checkTimestamp(r.Timestamp.UnixMilli(), now); err != nil {
+			return fmt.Errorf("record %d: %w", i, err)
 		}
 	}
 	enc := l.getEncoder()
@@ -64,7 +68,8 @@ func (l *Log) Append(ctx context.Context, recs ...*Record) error {
 // rewrite happens in place: batches is the log's until the call returns.
 //
 // It returns the first and last offsets assigned. ErrCorrupt when a batch is malformed,
-// ErrRecordTooLarge when one is larger than MaxMessageBytes; nothing is written then. Other
+// ErrRecordTooLarge when one is larger than MaxMessageBytes, ErrInvalidTimestamp when a CreateTime
+// batch's MaxTimestamp is more than TimestampAfterMax ahead; nothing is written then. Other
 // errors as for Append.
 func (l *Log) AppendAsLeader(ctx context.Context, batches []byte) (firstOffset, lastOffset int64, err error) {
 	if err := ctx.Err(); err != nil {
@@ -73,6 +78,11 @@ func (l *Log) AppendAsLeader(ctx context.Context, batches []byte) (firstOffset, 
 	w, err := l.validateRaw(batches, true)
 	if err != nil {
 		return 0, 0, err
+	}
+	if l.cfg.TimestampType == CreateTime {
+		if err := l.checkTimestamp(w.maxTimestamp, l.now()); err != nil {
+			return 0, 0, err
+		}
 	}
 	if l.cfg.TimestampType == LogAppendTime {
 		now := l.now().UnixMilli()
@@ -109,6 +119,19 @@ func (l *Log) AppendAsFollower(ctx context.Context, batches []byte) (lastOffset 
 		return 0, err
 	}
 	return w.lastOffset, l.awaitDurable(seq)
+}
+
+// checkTimestamp returns ErrInvalidTimestamp when a CreateTime timestamp (ms) is further ahead
+// of now than TimestampAfterMax allows (Kafka's message.timestamp.after.max.ms).
+func (l *Log) checkTimestamp(ts int64, now time.Time) error {
+	if l.cfg.TimestampAfterMax < 0 {
+		return nil
+	}
+	if limit := now.Add(l.cfg.TimestampAfterMax).UnixMilli(); ts > limit {
+		return fmt.Errorf("%w: timestamp %d is %s ahead of the append time %d; message.timestamp.after.max.ms is %d",
+			ErrInvalidTimestamp, ts, time.Duration(ts-now.UnixMilli())*time.Millisecond, now.UnixMilli(), l.cfg.TimestampAfterMax.Milliseconds())
+	}
+	return nil
 }
 
 // validateRaw checks every batch in data and describes them for write. For a leader's append
@@ -300,28 +323,53 @@ func (l *Log) Sync() error {
 	return l.syncTo(seq)
 }
 
-// syncTo makes writes up to seq durable. Group commit: callers queue on syncMu; the one that
-// gets it flushes everything published so far, so the callers behind it whose writes that
-// covered return without an fsync of their own. Segments before the active one were flushed
-// when they were sealed.
+// syncTo makes writes up to seq durable. Group commit: one caller at a time is the leader, which
+// flushes everything published so far; the callers that arrive while it runs wait for it, and
+// those its fsync covered return without one of their own, all at once, while one of the others
+// leads the next fsync. Segments before the active one were flushed when they were sealed.
 func (l *Log) syncTo(seq uint64) error {
+	l.gcMu.Lock()
+	for l.gcSyncing && l.gcDurable < seq {
+		l.gcCond.Wait()
+	}
+	if l.gcDurable >= seq {
+		l.gcMu.Unlock()
+		return nil
+	}
+	l.gcSyncing = true
+	l.gcMu.Unlock()
+
+	durable, err := l.fsyncTo(seq)
+
+	l.gcMu.Lock()
+	l.gcSyncing = false
+	l.gcDurable = max(l.gcDurable, durable)
+	l.gcCond.Broadcast()
+	l.gcMu.Unlock()
+	return err
+}
+
+// fsyncTo flushes the active segment unless the writes up to seq are already durable, and
+// returns the sequence number known durable. Holding syncMu, it never runs beside Close or
+// TruncateTo.
+func (l *Log) fsyncTo(seq uint64) (uint64, error) {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	if l.durableSeq >= seq {
-		return nil
+		return l.durableSeq, nil
 	}
 	l.mu.RLock()
 	failure, closed, target, seg := l.failure, l.closed, l.appendSeq, l.active()
 	l.mu.RUnlock()
 	if failure != nil {
-		return failure
+		return l.durableSeq, failure
 	}
 	if closed {
-		return ErrClosed
+		return l.durableSeq, ErrClosed
 	}
 	if err := seg.file.Sync(); err != nil {
-		return l.fail(fmt.Errorf("fdatasync %s: %w", seg.path(logSuffix), err))
+		return l.durableSeq, l.fail(fmt.Errorf("fdatasync %s: %w", seg.path(logSuffix), err))
 	}
 	l.durableSeq = target
-	return nil
+	return target, nil
 }

@@ -96,6 +96,16 @@ func (l *Log) load() error {
 				ErrCorrupt, prev.path(logSuffix), prev.nextOffset-1, l.segments[i].baseOffset)
 		}
 	}
+	// Segments wholly below the checkpointed log start offset are what retention was deleting
+	// when the process stopped (it checkpoints the start offset first): finish the deletion.
+	for len(l.segments) > 1 && l.segments[1].baseOffset <= st.logStartOffset {
+		s := l.segments[0]
+		l.logger.Info("removing segment below the log start offset", "segment", s.path(logSuffix), "log_start_offset", st.logStartOffset)
+		if err := s.remove(); err != nil {
+			return err
+		}
+		l.segments = l.segments[1:]
+	}
 	l.logStartOffset = max(st.logStartOffset, l.segments[0].baseOffset)
 	l.recoveryPoint = l.active().nextOffset
 	// From here on a crash must not pass for a clean shutdown.
@@ -118,6 +128,17 @@ func (l *Log) listSegments() ([]int64, error) {
 		}
 	}
 	for _, e := range entries {
+		// Files of segments deleted before the process stopped: their delete delay is over.
+		if stem, ok := strings.CutSuffix(e.Name(), deletedSuffix); ok && !e.IsDir() {
+			for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+				if _, ok := parseSegmentName(stem, suf); ok {
+					if err := l.fs.Remove(filepath.Join(l.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+						return nil, err
+					}
+				}
+			}
+			continue
+		}
 		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
 			if base, ok := parseSegmentName(e.Name(), suf); ok && !logs[base] {
 				p := filepath.Join(l.dir, e.Name())
@@ -131,5 +152,3 @@ func (l *Log) listSegments() ([]int64, error) {
 	slices.Sort(bases)
 	return bases, nil
 }
-
-var _ = strings.HasSuffix

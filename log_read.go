@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
@@ -38,22 +39,17 @@ func (l *Log) ReadBatches(dst []byte, offset int64, maxBytes int) ([]byte, error
 		l.mu.RUnlock()
 		return dst, nil
 	}
-	i := l.segmentFor(offset)
-	segs := l.segments[i:]
-	limits := make([]int64, len(segs))
-	for j, s := range segs {
-		limits[j] = s.size.Load()
-	}
-	_, pos := segs[0].offsetIdx.Lookup(offset)
+	s := l.segments[l.segmentFor(offset)]
+	acquire(s)
+	limit := s.size.Load()
+	_, pos := s.offsetIdx.Lookup(offset)
 	l.mu.RUnlock()
 
 	buf := l.getScratch()
 	defer l.scratch.Put(buf)
-	for j, s := range segs {
-		if j > 0 {
-			pos = 0
-		}
-		out, found, err := s.read(dst, offset, end, pos, limits[j], maxBytes, buf)
+	for {
+		out, found, err := s.read(dst, offset, end, pos, limit, maxBytes, buf)
+		l.release(s)
 		if err != nil {
 			if l.isClosed() {
 				return dst, ErrClosed
@@ -65,8 +61,26 @@ func (l *Log) ReadBatches(dst []byte, offset int64, maxBytes int) ([]byte, error
 		}
 		// offset lies in a gap after this segment's last batch (compaction leaves gaps): the
 		// next segment holds the following offsets.
+		l.mu.RLock()
+		next := l.segmentAfter(s.baseOffset)
+		if next == nil || next.baseOffset >= end || l.closed {
+			l.mu.RUnlock()
+			return dst, nil
+		}
+		s, pos, limit = next, 0, next.size.Load()
+		acquire(s)
+		l.mu.RUnlock()
 	}
-	return dst, nil
+}
+
+// segmentAfter returns the first segment whose base offset is above base, or nil. Callers hold
+// mu.
+func (l *Log) segmentAfter(base int64) *segment {
+	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].baseOffset > base })
+	if i == len(l.segments) {
+		return nil
+	}
+	return l.segments[i]
 }
 
 func (l *Log) isClosed() bool {
@@ -117,12 +131,18 @@ func (s *segment) read(dst []byte, offset, end, pos, limit int64, maxBytes int, 
 	n := min(max(int64(maxBytes), int64(h.Size())), limit-first)
 	base := len(dst)
 	dst = grow(dst, int(n))
-	m, rerr := s.file.ReadAt(dst[base:base+int(n)], first)
-	if int64(m) < n {
-		if rerr == nil || errors.Is(rerr, io.EOF) {
-			rerr = io.ErrUnexpectedEOF
+	if off := first - sc.bufStart; off >= 0 && off+n <= int64(len(sc.buf)) {
+		// The locating read-ahead already holds it (a small read, as a random read by offset
+		// is): no second system call for the same bytes.
+		copy(dst[base:base+int(n)], sc.buf[off:off+n])
+	} else {
+		m, rerr := s.file.ReadAt(dst[base:base+int(n)], first)
+		if int64(m) < n {
+			if rerr == nil || errors.Is(rerr, io.EOF) {
+				rerr = io.ErrUnexpectedEOF
+			}
+			return dst[:base], false, s.readError(first, offset, rerr)
 		}
-		return dst[:base], false, s.readError(first, offset, rerr)
 	}
 	var used int
 	for used < int(n) {
@@ -191,9 +211,15 @@ func (l *Log) OffsetForTime(ts int64) (int64, error) {
 		}
 		from = max(from, start)
 		_, pos := s.offsetIdx.Lookup(from)
+		acquire(s)
 		cands = append(cands, cand{s, from, pos, s.size.Load()})
 	}
 	l.mu.RUnlock()
+	defer func() {
+		for _, c := range cands {
+			l.release(c.s)
+		}
+	}()
 
 	for _, c := range cands {
 		off, found, err := c.s.firstAtOrAfter(ts, c.from, end, c.pos, c.limit, l.cfg.MaxMessageBytes)
@@ -240,12 +266,13 @@ func (s *segment) firstAtOrAfter(ts, from, end, pos, limit int64, maxDecompresse
 	}
 }
 
-// broadcastLocked wakes everything waiting for an append. Callers hold mu.
+// broadcastLocked wakes everything waiting for an append. Callers hold mu. The next channel is
+// made by appendedChan when someone waits: an append nobody waits for allocates nothing.
 func (l *Log) broadcastLocked() {
 	if l.appended != nil {
 		close(l.appended)
+		l.appended = nil
 	}
-	l.appended = make(chan struct{})
 }
 
 // appendedChan returns a channel closed at the next append (or truncation, or Close).

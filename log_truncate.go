@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // TruncateTo removes every record at or after offset, as a follower does before it fetches from a
@@ -42,13 +43,12 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 
 	l.mu.Lock()
-	drop := append([]*segment(nil), l.segments[i+1:]...)
-	l.segments = l.segments[:i+1]
+	drop := slices.Clone(l.segments[i+1:])
+	l.segments = slices.Clone(l.segments[:i+1])
 	l.mu.Unlock()
-	for _, s := range drop {
-		if err := s.remove(); err != nil {
-			return l.fail(fmt.Errorf("remove segment %s: %w", s.path(logSuffix), err))
-		}
+	// Reads in progress on the dropped segments finish on their files; see retire.
+	if err := l.retire(drop); err != nil {
+		return l.fail(fmt.Errorf("remove segments after %s: %w", keep.path(logSuffix), err))
 	}
 
 	// Readers look up the active segment's indexes under mu, so the rebuild happens under it.

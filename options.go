@@ -15,10 +15,12 @@ type options struct {
 	sync   SyncPolicy
 	now    func() time.Time
 	fs     fsys.FS
+
+	retentionCheckInterval time.Duration
 }
 
 func newOptions(opts []Option) options {
-	o := options{sync: SyncAlways, now: time.Now}
+	o := options{sync: SyncAlways, now: time.Now, retentionCheckInterval: DefaultRetentionCheckInterval}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -48,6 +50,17 @@ func WithSync(p SyncPolicy) Option {
 // WithClock replaces time.Now as the source of append times and of the clock that segment rolls
 // and timestamps are checked against; for deterministic tests.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithRetentionCheckInterval sets how often a store applies retention in the background (Kafka's
+// log.retention.check.interval.ms, default 5 minutes). A negative d turns the background check off;
+// ApplyRetention still runs it on demand.
+func WithRetentionCheckInterval(d time.Duration) Option {
+	return func(o *options) {
+		if d != 0 {
+			o.retentionCheckInterval = d
+		}
+	}
+}
 
 // withFS replaces the file system; the in-memory store and fault-injection tests use it.
 func withFS(fs fsys.FS) Option { return func(o *options) { o.fs = fs } }

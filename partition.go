@@ -95,3 +95,7 @@ func (p *Partition) TruncateTo(offset int64) error {
 
 // Sync flushes the partition's appends to stable storage; see Log.Sync.
 func (p *Partition) Sync() error { return p.log.Sync() }
+
+// ApplyRetention deletes the partition's segments that retention says must go; see
+// Log.ApplyRetention. It returns the number of segments deleted.
+func (p *Partition) ApplyRetention(now time.Time) (int, error) { return p.log.ApplyRetention(now) }

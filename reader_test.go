@@ -19,7 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/commitlog-go/commitlog/internal/checkpoint"
-	"github.com/commitlog-go/commitlog/internal/fsys"
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
 
@@ -50,66 +49,67 @@ func TestReaderResetPolicy(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			// A partition folder whose log starts at 10 (retention deleted what came before).
-			dir := t.TempDir()
-			pdir := filepath.Join(dir, partitionDirName("events", 0))
-			require.NoError(t, os.MkdirAll(pdir, 0o755))
-			require.NoError(t, checkpoint.Write(fsys.OS(), filepath.Join(pdir, stateFileName),
-				logState{logStartOffset: start, recoveryPoint: start, clean: true}.encode()))
-			s := stOpen(t, dir, WithSync(SyncNever))
-			tp, err := s.Topic("events")
-			require.NoError(t, err)
-			p0, err := tp.Partition(0)
-			require.NoError(t, err)
-			require.Equal(t, int64(start), p0.LogStartOffset())
-			vals := make([]string, n)
-			for i := range vals {
-				vals[i] = "e" + strconv.Itoa(start+i)
-			}
-			require.NoError(t, tp.Append(context.Background(), stRecs(vals...)...))
-			require.Equal(t, int64(start+n), p0.HighWatermark())
+			forEachStore(t, func(t *testing.T, env *storeEnv) {
+				// A partition folder whose log starts at 10 (retention deleted what came before).
+				pdir := env.path(partitionDirName("events", 0))
+				require.NoError(t, env.FS().MkdirAll(pdir, 0o755))
+				require.NoError(t, checkpoint.Write(env.FS(), filepath.Join(pdir, stateFileName),
+					logState{logStartOffset: start, recoveryPoint: start, clean: true}.encode()))
+				s := env.mustOpen(t, WithSync(SyncNever))
+				tp, err := s.Topic("events")
+				require.NoError(t, err)
+				p0, err := tp.Partition(0)
+				require.NoError(t, err)
+				require.Equal(t, int64(start), p0.LogStartOffset())
+				vals := make([]string, n)
+				for i := range vals {
+					vals[i] = "e" + strconv.Itoa(start+i)
+				}
+				require.NoError(t, tp.Append(context.Background(), stRecs(vals...)...))
+				require.Equal(t, int64(start+n), p0.HighWatermark())
 
-			for _, how := range []string{"seek", "start-offset"} {
-				var r *Reader
-				if how == "seek" {
-					r = stReader(t, tp, ReaderConfig{Start: Earliest, Reset: tc.reset})
-					require.NoError(t, r.Seek(0, tc.seek))
-				} else {
-					r = stReader(t, tp, ReaderConfig{Start: AtOffset, StartOffset: tc.seek, Reset: tc.reset})
-				}
-				require.Equal(t, tc.seek, stMust(r.Position(0)), how)
-				require.Equal(t, map[int32]int64{0: max(start+n-tc.seek, 0)}, r.Lag(), how)
-				switch {
-				case tc.wantErr:
-					for range 2 { // the reader stays where it is
-						rec, err := r.Next(context.Background())
-						require.ErrorIs(t, err, ErrOffsetOutOfRange, how)
-						require.Nil(t, rec)
-						require.Equal(t, tc.seek, stMust(r.Position(0)), how)
+				for _, how := range []string{"seek", "start-offset"} {
+					var r *Reader
+					if how == "seek" {
+						r = stReader(t, tp, ReaderConfig{Start: Earliest, Reset: tc.reset})
+						require.NoError(t, r.Seek(0, tc.seek))
+					} else {
+						r = stReader(t, tp, ReaderConfig{Start: AtOffset, StartOffset: tc.seek, Reset: tc.reset})
 					}
-					require.NoError(t, r.Seek(0, 13))
-					require.Equal(t, []stSeen{{0, 13, "e13"}, {0, 14, "e14"}}, stSeenOf(stNextN(t, r, 2)), how)
-				case tc.want >= 0:
-					var want []stSeen
-					for off := tc.want; off < start+n; off++ {
-						want = append(want, stSeen{0, off, "e" + strconv.FormatInt(off, 10)})
+					require.Equal(t, tc.seek, stMust(r.Position(0)), how)
+					require.Equal(t, map[int32]int64{0: max(start+n-tc.seek, 0)}, r.Lag(), how)
+					switch {
+					case tc.wantErr:
+						for range 2 { // the reader stays where it is
+							rec, err := r.Next(context.Background())
+							require.ErrorIs(t, err, ErrOffsetOutOfRange, how)
+							require.Nil(t, rec)
+							require.Equal(t, tc.seek, stMust(r.Position(0)), how)
+						}
+						require.NoError(t, r.Seek(0, 13))
+						require.Equal(t, []stSeen{{0, 13, "e13"}, {0, 14, "e14"}}, stSeenOf(stNextN(t, r, 2)), how)
+					case tc.want >= 0:
+						var want []stSeen
+						for off := tc.want; off < start+n; off++ {
+							want = append(want, stSeen{0, off, "e" + strconv.FormatInt(off, 10)})
+						}
+						require.Equal(t, want, stSeenOf(stNextN(t, r, len(want))), how)
+						stRequireIdle(t, r)
+					default:
+						stRequireIdle(t, r)
+						require.Equal(t, int64(start+n), stMust(r.Position(0)), how)
+						require.Equal(t, map[int32]int64{0: 0}, r.Lag(), how)
 					}
-					require.Equal(t, want, stSeenOf(stNextN(t, r, len(want))), how)
-					stRequireIdle(t, r)
-				default:
-					stRequireIdle(t, r)
-					require.Equal(t, int64(start+n), stMust(r.Position(0)), how)
-					require.Equal(t, map[int32]int64{0: 0}, r.Lag(), how)
+					require.NoError(t, r.Close())
 				}
-				require.NoError(t, r.Close())
-			}
-			// Finally one more record: every reader left waiting at the end gets exactly it.
-			if !tc.wantErr && tc.want < 0 {
-				r := stReader(t, tp, ReaderConfig{Start: AtOffset, StartOffset: tc.seek, Reset: tc.reset})
-				stRequireIdle(t, r)
-				require.NoError(t, tp.Append(context.Background(), stRecs("e15")...))
-				require.Equal(t, []stSeen{{0, 15, "e15"}}, stSeenOf(stNextN(t, r, 1)))
-			}
+				// Finally one more record: every reader left waiting at the end gets exactly it.
+				if !tc.wantErr && tc.want < 0 {
+					r := stReader(t, tp, ReaderConfig{Start: AtOffset, StartOffset: tc.seek, Reset: tc.reset})
+					stRequireIdle(t, r)
+					require.NoError(t, tp.Append(context.Background(), stRecs("e15")...))
+					require.Equal(t, []stSeen{{0, 15, "e15"}}, stSeenOf(stNextN(t, r, 1)))
+				}
+			})
 		})
 	}
 }
@@ -151,58 +151,60 @@ func stDataBatch(t *testing.T, base, pid int64, values ...string) []byte {
 func TestReaderSkipsControlBatches(t *testing.T) {
 	for _, maxBytes := range []int{0, 1} { // default fetches, and one batch per fetch
 		t.Run(fmt.Sprintf("max-bytes-%d", maxBytes), func(t *testing.T) {
-			ctx := context.Background()
-			s := stOpen(t, t.TempDir(), WithSync(SyncNever))
-			tp := stCreate(t, s, "tx", TopicConfig{})
-			p0, err := tp.Partition(0)
-			require.NoError(t, err)
-
-			require.NoError(t, p0.Append(ctx, stRecs("a", "b", "c")...)) // 0, 1, 2
-			follow := func(batch []byte, wantLast int64) {
-				last, err := p0.AppendAsFollower(ctx, batch)
+			forEachStore(t, func(t *testing.T, env *storeEnv) {
+				ctx := context.Background()
+				s := env.mustOpen(t, WithSync(SyncNever))
+				tp := stCreate(t, s, "tx", TopicConfig{})
+				p0, err := tp.Partition(0)
 				require.NoError(t, err)
-				require.Equal(t, wantLast, last)
-			}
-			follow(stControlBatch(t, 3, 7), 3)              // marker at 3
-			follow(stDataBatch(t, 4, 8, "tx-d", "tx-e"), 5) // a transaction at 4, 5
-			follow(stControlBatch(t, 6, 8), 6)              // its commit at 6
-			require.NoError(t, p0.Append(ctx, stRecs("h", "i")...))
-			require.Equal(t, int64(9), p0.HighWatermark())
-			follow(stControlBatch(t, 9, 9), 9) // a marker last
-			require.Equal(t, int64(10), p0.HighWatermark())
 
-			r := stReader(t, tp, ReaderConfig{Start: Earliest, MaxBytes: maxBytes})
-			require.Equal(t, map[int32]int64{0: 10}, r.Lag())
-			type step struct {
-				seen stSeen
-				lag  int64
-			}
-			var got []step
-			for range 7 {
-				rec := stNext(t, r)
-				got = append(got, step{stSeenOf([]*Record{rec})[0], r.Lag()[0]})
-			}
-			require.Equal(t, []step{
-				{stSeen{0, 0, "a"}, 9}, {stSeen{0, 1, "b"}, 8}, {stSeen{0, 2, "c"}, 7},
-				{stSeen{0, 4, "tx-d"}, 5}, {stSeen{0, 5, "tx-e"}, 4},
-				{stSeen{0, 7, "h"}, 2}, {stSeen{0, 8, "i"}, 1},
-			}, got)
-			// The trailing marker is passed over by the next read, which then waits.
-			stRequireIdle(t, r)
-			require.Equal(t, int64(10), stMust(r.Position(0)))
-			require.Equal(t, map[int32]int64{0: 0}, r.Lag())
+				require.NoError(t, p0.Append(ctx, stRecs("a", "b", "c")...)) // 0, 1, 2
+				follow := func(batch []byte, wantLast int64) {
+					last, err := p0.AppendAsFollower(ctx, batch)
+					require.NoError(t, err)
+					require.Equal(t, wantLast, last)
+				}
+				follow(stControlBatch(t, 3, 7), 3)              // marker at 3
+				follow(stDataBatch(t, 4, 8, "tx-d", "tx-e"), 5) // a transaction at 4, 5
+				follow(stControlBatch(t, 6, 8), 6)              // its commit at 6
+				require.NoError(t, p0.Append(ctx, stRecs("h", "i")...))
+				require.Equal(t, int64(9), p0.HighWatermark())
+				follow(stControlBatch(t, 9, 9), 9) // a marker last
+				require.Equal(t, int64(10), p0.HighWatermark())
 
-			// A seek onto a marker lands on the next record.
-			require.NoError(t, r.Seek(0, 6))
-			require.Equal(t, map[int32]int64{0: 4}, r.Lag())
-			require.Equal(t, []stSeen{{0, 7, "h"}}, stSeenOf(stNextN(t, r, 1)))
-			require.NoError(t, r.Seek(0, 3))
-			require.Equal(t, []stSeen{{0, 4, "tx-d"}}, stSeenOf(stNextN(t, r, 1)))
+				r := stReader(t, tp, ReaderConfig{Start: Earliest, MaxBytes: maxBytes})
+				require.Equal(t, map[int32]int64{0: 10}, r.Lag())
+				type step struct {
+					seen stSeen
+					lag  int64
+				}
+				var got []step
+				for range 7 {
+					rec := stNext(t, r)
+					got = append(got, step{stSeenOf([]*Record{rec})[0], r.Lag()[0]})
+				}
+				require.Equal(t, []step{
+					{stSeen{0, 0, "a"}, 9}, {stSeen{0, 1, "b"}, 8}, {stSeen{0, 2, "c"}, 7},
+					{stSeen{0, 4, "tx-d"}, 5}, {stSeen{0, 5, "tx-e"}, 4},
+					{stSeen{0, 7, "h"}, 2}, {stSeen{0, 8, "i"}, 1},
+				}, got)
+				// The trailing marker is passed over by the next read, which then waits.
+				stRequireIdle(t, r)
+				require.Equal(t, int64(10), stMust(r.Position(0)))
+				require.Equal(t, map[int32]int64{0: 0}, r.Lag())
 
-			// Partition.ReadRecords skips them too.
-			recs, err := p0.ReadRecords(3, 1<<20)
-			require.NoError(t, err)
-			require.Equal(t, []stSeen{{0, 4, "tx-d"}, {0, 5, "tx-e"}, {0, 7, "h"}, {0, 8, "i"}}, stSeenOf(recs))
+				// A seek onto a marker lands on the next record.
+				require.NoError(t, r.Seek(0, 6))
+				require.Equal(t, map[int32]int64{0: 4}, r.Lag())
+				require.Equal(t, []stSeen{{0, 7, "h"}}, stSeenOf(stNextN(t, r, 1)))
+				require.NoError(t, r.Seek(0, 3))
+				require.Equal(t, []stSeen{{0, 4, "tx-d"}}, stSeenOf(stNextN(t, r, 1)))
+
+				// Partition.ReadRecords skips them too.
+				recs, err := p0.ReadRecords(3, 1<<20)
+				require.NoError(t, err)
+				require.Equal(t, []stSeen{{0, 4, "tx-d"}, {0, 5, "tx-e"}, {0, 7, "h"}, {0, 8, "i"}}, stSeenOf(recs))
+			})
 		})
 	}
 }
@@ -221,30 +223,32 @@ func TestReaderSeekWakesBlockedNext(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := stOpen(t, t.TempDir(), WithSync(SyncNever))
-			tp := stCreate(t, s, "orders", TopicConfig{})
-			require.NoError(t, tp.Append(context.Background(), stRecs("a", "b", "c")...))
-			r := stReader(t, tp, ReaderConfig{Start: Latest})
-			type result struct {
-				rec *Record
-				err error
-			}
-			done := make(chan result, 1)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			go func() {
-				rec, err := r.Next(ctx)
-				done <- result{rec, err}
-			}()
-			time.Sleep(20 * time.Millisecond)
-			require.NoError(t, tc.seek(r))
-			select {
-			case res := <-done:
-				require.NoError(t, res.err)
-				require.Equal(t, []stSeen{tc.want}, stSeenOf([]*Record{res.rec}))
-			case <-time.After(time.Second):
-				t.Fatal("Next stayed blocked after a Seek moved the reader back")
-			}
+			forEachStore(t, func(t *testing.T, env *storeEnv) {
+				s := env.mustOpen(t, WithSync(SyncNever))
+				tp := stCreate(t, s, "orders", TopicConfig{})
+				require.NoError(t, tp.Append(context.Background(), stRecs("a", "b", "c")...))
+				r := stReader(t, tp, ReaderConfig{Start: Latest})
+				type result struct {
+					rec *Record
+					err error
+				}
+				done := make(chan result, 1)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				go func() {
+					rec, err := r.Next(ctx)
+					done <- result{rec, err}
+				}()
+				time.Sleep(20 * time.Millisecond)
+				require.NoError(t, tc.seek(r))
+				select {
+				case res := <-done:
+					require.NoError(t, res.err)
+					require.Equal(t, []stSeen{tc.want}, stSeenOf([]*Record{res.rec}))
+				case <-time.After(time.Second):
+					t.Fatal("Next stayed blocked after a Seek moved the reader back")
+				}
+			})
 		})
 	}
 }
@@ -319,86 +323,88 @@ func TestReaderSeekToTimeEarthquakes(t *testing.T) {
 
 	for _, order := range orders {
 		t.Run(order.name, func(t *testing.T) {
-			ctx := context.Background()
-			s := stOpen(t, t.TempDir(), WithSync(SyncNever))
-			tp := stCreate(t, s, "quakes", TopicConfig{Partitions: 3, LogConfig: LogConfig{
-				SegmentBytes: 1 << 10, IndexIntervalBytes: 128, SegmentIndexBytes: 4 << 10,
-			}})
-			// Appended in the order given, 7 events a call (so batches mix times too).
-			model := map[int32][]*Record{}
-			for i := 0; i < len(order.quakes); i += 7 {
-				var recs []*Record
-				for _, q := range order.quakes[i:min(i+7, len(order.quakes))] {
-					recs = append(recs, &Record{Key: []byte(q.Properties.Net),
-						Value:     []byte(q.ID + " " + q.Properties.Place),
-						Timestamp: time.UnixMilli(q.Properties.Time)})
-				}
-				require.NoError(t, tp.Append(ctx, recs...))
-				for _, r := range recs {
-					require.Equal(t, int64(len(model[r.Partition])), r.Offset)
-					model[r.Partition] = append(model[r.Partition], r)
-				}
-			}
-			total := 0
-			for p := range tp.PartitionCount() {
-				part := stMust(tp.Partition(p))
-				require.GreaterOrEqual(t, part.SegmentCount(), 3, "partition %d has too few segments to test", p)
-				total += len(model[p])
-				// What was stored is what was appended.
-				got := stPartitionRecords(t, tp, p)
-				require.Len(t, got, len(model[p]))
-				for i, r := range got {
-					require.Equal(t, model[p][i].Timestamp.UnixMilli(), r.Timestamp.UnixMilli())
-					require.Equal(t, string(model[p][i].Value), string(r.Value))
-				}
-			}
-			require.Equal(t, len(all), total)
-
-			// The brute force answer: first offset in p whose timestamp is >= ts, or the end.
-			firstAtOrAfter := func(p int32, ts int64) int64 {
-				for i, r := range model[p] {
-					if r.Timestamp.UnixMilli() >= ts {
-						return int64(i)
+			forEachStore(t, func(t *testing.T, env *storeEnv) {
+				ctx := context.Background()
+				s := env.mustOpen(t, WithSync(SyncNever))
+				tp := stCreate(t, s, "quakes", TopicConfig{Partitions: 3, LogConfig: LogConfig{
+					SegmentBytes: 1 << 10, IndexIntervalBytes: 128, SegmentIndexBytes: 4 << 10,
+				}})
+				// Appended in the order given, 7 events a call (so batches mix times too).
+				model := map[int32][]*Record{}
+				for i := 0; i < len(order.quakes); i += 7 {
+					var recs []*Record
+					for _, q := range order.quakes[i:min(i+7, len(order.quakes))] {
+						recs = append(recs, &Record{Key: []byte(q.Properties.Net),
+							Value:     []byte(q.ID + " " + q.Properties.Place),
+							Timestamp: time.UnixMilli(q.Properties.Time)})
+					}
+					require.NoError(t, tp.Append(ctx, recs...))
+					for _, r := range recs {
+						require.Equal(t, int64(len(model[r.Partition])), r.Offset)
+						model[r.Partition] = append(model[r.Partition], r)
 					}
 				}
-				return int64(len(model[p]))
-			}
-			r := stReader(t, tp, ReaderConfig{Start: Earliest})
-			for _, ts := range targets {
-				at := time.UnixMilli(ts)
-				require.NoError(t, r.SeekToTime(at))
-				want := map[int32]int64{}
+				total := 0
 				for p := range tp.PartitionCount() {
-					want[p] = firstAtOrAfter(p, ts)
-					require.Equal(t, want[p], stMust(stMust(tp.Partition(p)).OffsetForTime(at)), "t=%d partition %d", ts, p)
+					part := stMust(tp.Partition(p))
+					require.GreaterOrEqual(t, part.SegmentCount(), 3, "partition %d has too few segments to test", p)
+					total += len(model[p])
+					// What was stored is what was appended.
+					got := stPartitionRecords(t, tp, p)
+					require.Len(t, got, len(model[p]))
+					for i, r := range got {
+						require.Equal(t, model[p][i].Timestamp.UnixMilli(), r.Timestamp.UnixMilli())
+						require.Equal(t, string(model[p][i].Value), string(r.Value))
+					}
 				}
-				require.Equal(t, want, r.Positions(), "t=%d", ts)
-				started := stReader(t, tp, ReaderConfig{Start: AtTime, StartTime: at})
-				require.Equal(t, want, started.Positions(), "t=%d", ts)
-				require.NoError(t, started.Close())
+				require.Equal(t, len(all), total)
 
-				// The first record read from each partition that has one is at the position,
-				// has a timestamp >= t, and no earlier offset of the partition has one.
-				pending := map[int32]bool{}
-				for p, off := range want {
-					if off < int64(len(model[p])) {
-						pending[p] = true
+				// The brute force answer: first offset in p whose timestamp is >= ts, or the end.
+				firstAtOrAfter := func(p int32, ts int64) int64 {
+					for i, r := range model[p] {
+						if r.Timestamp.UnixMilli() >= ts {
+							return int64(i)
+						}
+					}
+					return int64(len(model[p]))
+				}
+				r := stReader(t, tp, ReaderConfig{Start: Earliest})
+				for _, ts := range targets {
+					at := time.UnixMilli(ts)
+					require.NoError(t, r.SeekToTime(at))
+					want := map[int32]int64{}
+					for p := range tp.PartitionCount() {
+						want[p] = firstAtOrAfter(p, ts)
+						require.Equal(t, want[p], stMust(stMust(tp.Partition(p)).OffsetForTime(at)), "t=%d partition %d", ts, p)
+					}
+					require.Equal(t, want, r.Positions(), "t=%d", ts)
+					started := stReader(t, tp, ReaderConfig{Start: AtTime, StartTime: at})
+					require.Equal(t, want, started.Positions(), "t=%d", ts)
+					require.NoError(t, started.Close())
+
+					// The first record read from each partition that has one is at the position,
+					// has a timestamp >= t, and no earlier offset of the partition has one.
+					pending := map[int32]bool{}
+					for p, off := range want {
+						if off < int64(len(model[p])) {
+							pending[p] = true
+						}
+					}
+					for len(pending) > 0 {
+						rec := stNext(t, r)
+						if !pending[rec.Partition] {
+							continue
+						}
+						delete(pending, rec.Partition)
+						require.Equal(t, want[rec.Partition], rec.Offset, "t=%d partition %d", ts, rec.Partition)
+						require.GreaterOrEqual(t, rec.Timestamp.UnixMilli(), ts)
+						require.Equal(t, string(model[rec.Partition][rec.Offset].Value), string(rec.Value))
+						for _, earlier := range model[rec.Partition][:rec.Offset] {
+							require.Less(t, earlier.Timestamp.UnixMilli(), ts)
+						}
 					}
 				}
-				for len(pending) > 0 {
-					rec := stNext(t, r)
-					if !pending[rec.Partition] {
-						continue
-					}
-					delete(pending, rec.Partition)
-					require.Equal(t, want[rec.Partition], rec.Offset, "t=%d partition %d", ts, rec.Partition)
-					require.GreaterOrEqual(t, rec.Timestamp.UnixMilli(), ts)
-					require.Equal(t, string(model[rec.Partition][rec.Offset].Value), string(rec.Value))
-					for _, earlier := range model[rec.Partition][:rec.Offset] {
-						require.Less(t, earlier.Timestamp.UnixMilli(), ts)
-					}
-				}
-			}
+			})
 		})
 	}
 }
@@ -408,13 +414,17 @@ func TestReaderSeekToTimeEarthquakes(t *testing.T) {
 // and exactly the values written there, never a record past the end, and never
 // ErrOffsetOutOfRange.
 func TestReaderConcurrentWriterAndSeekers(t *testing.T) {
+	forEachStore(t, testReaderConcurrentWriterAndSeekers)
+}
+
+func testReaderConcurrentWriterAndSeekers(t *testing.T, env *storeEnv) {
 	const (
 		partitions = 4
 		batches    = 120
 		perBatch   = 100
 		readers    = 8
 	)
-	s := stOpen(t, t.TempDir(), WithSync(SyncNever))
+	s := env.mustOpen(t, WithSync(SyncNever))
 	tp := stCreate(t, s, "orders", TopicConfig{Partitions: partitions, LogConfig: LogConfig{
 		SegmentBytes: 64 << 10, IndexIntervalBytes: 1024, SegmentIndexBytes: 16 << 10,
 	}})
@@ -577,13 +587,15 @@ func stMustNoT[T any](v T, err error) T {
 
 // TestReaderTailing: 4 readers tail a topic while single records are appended with short random
 // pauses; every record reaches every reader, in order, and no reader ever waits 10 s.
-func TestReaderTailing(t *testing.T) {
+func TestReaderTailing(t *testing.T) { forEachStore(t, testReaderTailing) }
+
+func testReaderTailing(t *testing.T, env *storeEnv) {
 	total := 100_000
 	if testing.Short() {
 		total = 10_000
 	}
 	const tailers, partitions = 4, 4
-	s := stOpen(t, t.TempDir(), WithSync(SyncNever))
+	s := env.mustOpen(t, WithSync(SyncNever))
 	tp := stCreate(t, s, "clicks", TopicConfig{Partitions: partitions})
 	rs := make([]*Reader, tailers)
 	for i := range rs {

@@ -1,6 +1,9 @@
 package commitlog
 
 import (
+	"errors"
+	"fmt"
+	"slices"
 	"time"
 )
 
@@ -20,15 +23,6 @@ type retentionSegment struct {
 	size         int64 // bytes
 	maxTimestamp int64 // ms; -1 when the segment holds no timestamp
 }
-
-// retentionReason says which policy deleted a segment, or blocked deletion.
-type retentionReason int8
-
-const (
-	retainedNothing retentionReason = iota
-	retainedByTime
-	retainedBySize
-)
 
 // deletableByTime returns how many of the oldest segments are past retention by time: Kafka's
 // rule, a segment goes when now minus its largest record timestamp exceeds retention, oldest
@@ -64,4 +58,131 @@ func deletableBySize(segs []retentionSegment, limit int64) int {
 		excess -= s.size
 	}
 	return len(segs)
+}
+
+// acquire marks s in use by a read; callers hold mu (read) while they pick s, so that a segment
+// retired after that still has its files until release.
+func acquire(s *segment) { s.refs.Add(1) }
+
+// release ends a read of s and deletes its files if s was retired meanwhile and is now unused.
+func (l *Log) release(s *segment) {
+	if s.refs.Add(-1) == 0 {
+		l.retireMu.Lock()
+		retired := s.retired
+		l.retireMu.Unlock()
+		if retired {
+			// After Close no check sweeps again: the last read of a retired segment takes its
+			// files and handles with it, as Close did for the segments nobody read.
+			if err := l.sweepRetired(l.now(), l.isClosed()); err != nil {
+				l.logger.Warn("deleting retired segment files failed", "err", err)
+			}
+		}
+	}
+}
+
+// retire takes segments that left the log (by retention or truncation): their files are renamed
+// "*.deleted" at once, as Kafka does, and deleted once no read uses them and FileDeleteDelay has
+// passed. The caller has already removed them from l.segments under mu.
+func (l *Log) retire(segs []*segment) error {
+	deleteAt := l.now().Add(max(l.cfg.FileDeleteDelay, 0))
+	var errs []error
+	l.retireMu.Lock()
+	for _, s := range segs {
+		errs = append(errs, s.retire(deleteAt))
+		l.retired = append(l.retired, s)
+	}
+	l.retireMu.Unlock()
+	errs = append(errs, l.fs.SyncDir(l.dir))
+	errs = append(errs, l.sweepRetired(l.now(), false))
+	return errors.Join(errs...)
+}
+
+// sweepRetired deletes the files of retired segments that no read uses and whose delete time
+// has come (all unused ones, with force).
+func (l *Log) sweepRetired(now time.Time, force bool) error {
+	l.retireMu.Lock()
+	defer l.retireMu.Unlock()
+	var errs []error
+	keep := l.retired[:0]
+	for _, s := range l.retired {
+		if s.refs.Load() == 0 && (force || !now.Before(s.deleteAt)) {
+			errs = append(errs, s.removeRetired())
+			continue
+		}
+		keep = append(keep, s)
+	}
+	clear(l.retired[len(keep):])
+	l.retired = keep
+	return errors.Join(errs...)
+}
+
+// ApplyRetention deletes the oldest segments that retention.ms (by their largest record
+// timestamp, against now) or retention.bytes says must go, oldest first, stopping at the first
+// segment that stays; this is what the store's background check runs. It returns the number of
+// segments deleted.
+//
+// The log start offset moves to the first remaining segment's base offset, and is checkpointed,
+// before any file is touched; it never moves back. When every segment is due, an empty segment
+// is first rolled at the log end offset, so numbering continues after everything aged out, even
+// across restarts. Reads in progress on a deleted segment finish on its open files; later reads
+// below the new log start offset get ErrOffsetOutOfRange. ErrClosed after Close.
+func (l *Log) ApplyRetention(now time.Time) (int, error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return 0, err
+	}
+	n := l.retentionCount(now)
+	if n == 0 {
+		return 0, l.sweepRetired(now, false)
+	}
+	if n == len(l.segments) {
+		if err := l.roll(l.active().nextOffset); err != nil {
+			return 0, err
+		}
+	}
+
+	l.mu.RLock()
+	newStart := max(l.logStartOffset, l.segments[n].baseOffset)
+	st := logState{logStartOffset: newStart, recoveryPoint: l.recoveryPoint}
+	l.mu.RUnlock()
+	if err := l.writeState(st); err != nil {
+		return 0, fmt.Errorf("commitlog: checkpoint log start offset %d: %w", newStart, err)
+	}
+
+	l.mu.Lock()
+	gone := slices.Clone(l.segments[:n])
+	l.segments = slices.Delete(l.segments, 0, n)
+	l.logStartOffset = newStart
+	l.mu.Unlock()
+	for _, s := range gone {
+		l.logger.Info("retention deleted segment", "segment", s.path(logSuffix), "base_offset", s.baseOffset,
+			"bytes", s.size.Load(), "max_timestamp", s.maxTimestamp, "log_start_offset", newStart)
+	}
+	return n, l.retire(gone)
+}
+
+// retentionCount returns how many of the oldest segments retention deletes now. The active
+// segment counts when it holds data: if it is due, the caller rolls first. Callers hold
+// appendMu.
+func (l *Log) retentionCount(now time.Time) int {
+	l.mu.RLock()
+	segs := l.segments
+	if l.active().size.Load() == 0 {
+		segs = segs[:len(segs)-1]
+	}
+	rs := make([]retentionSegment, len(segs))
+	for i, s := range segs {
+		rs[i] = retentionSegment{size: s.size.Load(), maxTimestamp: s.maxTimestamp}
+	}
+	l.mu.RUnlock()
+
+	byTime := deletableByTime(rs, now.UnixMilli(), l.cfg.RetentionDuration)
+	if byTime < len(rs) && l.cfg.RetentionDuration >= 0 && rs[byTime].maxTimestamp > now.UnixMilli() {
+		// Only possible with TimestampAfterMax disabled (or a clock that went back): one record
+		// from the future holds every later segment against time retention.
+		l.logger.Warn("segment has records timestamped in the future; time retention cannot pass it",
+			"segment", segs[byTime].path(logSuffix), "max_timestamp", rs[byTime].maxTimestamp, "now", now.UnixMilli())
+	}
+	return max(byTime, deletableBySize(rs, l.cfg.RetentionBytes))
 }

@@ -16,6 +16,10 @@ import (
 // fraud scorer rewinds to the start of hour 2 and replays. Each reader sees exactly its own
 // offsets and values, and none disturbs another.
 func TestScenarioCheckoutFraudLoaderAudit(t *testing.T) {
+	forEachStore(t, testScenarioCheckoutFraudLoaderAudit)
+}
+
+func testScenarioCheckoutFraudLoaderAudit(t *testing.T, env *storeEnv) {
 	type order struct {
 		n         int
 		cart      string
@@ -47,8 +51,7 @@ func TestScenarioCheckoutFraudLoaderAudit(t *testing.T) {
 		return out
 	}
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := stOpen(t, dir)
+	s := env.mustOpen(t)
 	tp := stCreate(t, s, "orders", TopicConfig{Partitions: 3})
 
 	// The fraud scorer: a reader at Latest from before the first order, Next blocking in its own

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/commitlog-go/commitlog/internal/checkpoint"
 	"github.com/commitlog-go/commitlog/internal/fsys"
@@ -37,6 +38,9 @@ type Store struct {
 	configs map[string]TopicConfig // as stored in topicsFileName
 	readers map[string]*Reader     // live named readers
 	closed  bool
+
+	stopRetention chan struct{} // closed by Close
+	retentionDone chan struct{} // closed when the background retention goroutine ends
 }
 
 // Open opens the log directory dir, creating it when missing, and every topic in it. Partition
@@ -74,7 +78,56 @@ func Open(dir string, opts ...Option) (s *Store, err error) {
 	if err := s.load(); err != nil {
 		return nil, err
 	}
+	s.startRetention()
 	return s, nil
+}
+
+// startRetention runs ApplyRetention every retention check interval until Close.
+func (s *Store) startRetention() {
+	s.stopRetention = make(chan struct{})
+	s.retentionDone = make(chan struct{})
+	if s.o.retentionCheckInterval < 0 {
+		close(s.retentionDone)
+		return
+	}
+	go func() {
+		defer close(s.retentionDone)
+		t := time.NewTicker(s.o.retentionCheckInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stopRetention:
+				return
+			case <-t.C:
+				if _, err := s.ApplyRetention(s.o.now()); err != nil && !errors.Is(err, ErrClosed) {
+					s.o.logger.Error("retention check failed", "err", err)
+				}
+			}
+		}
+	}()
+}
+
+// ApplyRetention applies every topic's retention now (see Log.ApplyRetention), as the background
+// check does every log.retention.check.interval, and returns the number of segments deleted.
+// Errors of the partitions are joined. ErrClosed after Close.
+func (s *Store) ApplyRetention(now time.Time) (int, error) {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return 0, ErrClosed
+	}
+	topics := slices.Collect(maps.Values(s.topics))
+	s.mu.RUnlock()
+	var n int
+	var errs []error
+	for _, t := range topics {
+		d, err := t.ApplyRetention(now)
+		n += d
+		if err != nil && !t.isClosed() {
+			errs = append(errs, err)
+		}
+	}
+	return n, errors.Join(errs...)
 }
 
 // load reads the topic configurations and opens every topic's partitions.
@@ -321,6 +374,8 @@ func (s *Store) Close() error {
 	readers := slices.Collect(maps.Values(s.readers))
 	topics := slices.Collect(maps.Values(s.topics))
 	s.mu.Unlock()
+	close(s.stopRetention)
+	<-s.retentionDone
 	var errs []error
 	for _, r := range readers {
 		errs = append(errs, r.Close())

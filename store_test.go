@@ -206,163 +206,166 @@ func TestStoreTopicConfigPersisted(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			ctx := context.Background()
-			s, err := Open(dir, WithClock(clock))
-			require.NoError(t, err)
-			tp, err := s.CreateTopic("orders", tc.cfg)
-			require.NoError(t, err)
-			require.Equal(t, tc.want, tp.Config())
-			require.Equal(t, tc.want.Partitions, tp.PartitionCount())
-			p0, err := tp.Partition(0)
-			require.NoError(t, err)
-			require.NoError(t, p0.Append(ctx, stRecs("a", "b")...))
-			require.NoError(t, s.Close())
-
-			s = stOpen(t, dir, WithClock(clock))
-			require.Equal(t, []string{"orders"}, s.Topics())
-			tp, err = s.Topic("orders")
-			require.NoError(t, err)
-			require.Equal(t, tc.want, tp.Config())
-			require.Equal(t, tc.want.Partitions, tp.PartitionCount())
-			p0, err = tp.Partition(0)
-			require.NoError(t, err)
-			require.NoError(t, p0.Append(ctx, stRecs("c")...))
-
-			// Both batches, the one before and the one after the reopen, were encoded under the
-			// stored config.
-			raw, err := p0.ReadBatches(nil, 0, 1<<20)
-			require.NoError(t, err)
-			var bases []int64
-			for pos := 0; pos < len(raw); {
-				h, err := recordbatch.ParseHeader(raw[pos:], 0)
+			forEachStore(t, func(t *testing.T, env *storeEnv) {
+				ctx := context.Background()
+				s, err := env.open(WithClock(clock))
 				require.NoError(t, err)
-				require.Equal(t, tc.codec, h.Attributes.Codec(), "batch at %d", h.BaseOffset)
-				require.Equal(t, tc.appendTS, h.Attributes.LogAppendTime(), "batch at %d", h.BaseOffset)
-				bases = append(bases, h.BaseOffset)
-				pos += h.Size()
-			}
-			require.Equal(t, []int64{0, 2}, bases)
-			recs := stPartitionRecords(t, tp, 0)
-			require.Equal(t, []stSeen{{0, 0, "a"}, {0, 1, "b"}, {0, 2, "c"}}, stSeenOf(recs))
-			require.Equal(t, tc.tsOfFirst.UnixMilli(), recs[0].Timestamp.UnixMilli())
+				tp, err := s.CreateTopic("orders", tc.cfg)
+				require.NoError(t, err)
+				require.Equal(t, tc.want, tp.Config())
+				require.Equal(t, tc.want.Partitions, tp.PartitionCount())
+				p0, err := tp.Partition(0)
+				require.NoError(t, err)
+				require.NoError(t, p0.Append(ctx, stRecs("a", "b")...))
+				require.NoError(t, s.Close())
+
+				s = env.mustOpen(t, WithClock(clock))
+				require.Equal(t, []string{"orders"}, s.Topics())
+				tp, err = s.Topic("orders")
+				require.NoError(t, err)
+				require.Equal(t, tc.want, tp.Config())
+				require.Equal(t, tc.want.Partitions, tp.PartitionCount())
+				p0, err = tp.Partition(0)
+				require.NoError(t, err)
+				require.NoError(t, p0.Append(ctx, stRecs("c")...))
+
+				// Both batches, the one before and the one after the reopen, were encoded under the
+				// stored config.
+				raw, err := p0.ReadBatches(nil, 0, 1<<20)
+				require.NoError(t, err)
+				var bases []int64
+				for pos := 0; pos < len(raw); {
+					h, err := recordbatch.ParseHeader(raw[pos:], 0)
+					require.NoError(t, err)
+					require.Equal(t, tc.codec, h.Attributes.Codec(), "batch at %d", h.BaseOffset)
+					require.Equal(t, tc.appendTS, h.Attributes.LogAppendTime(), "batch at %d", h.BaseOffset)
+					bases = append(bases, h.BaseOffset)
+					pos += h.Size()
+				}
+				require.Equal(t, []int64{0, 2}, bases)
+				recs := stPartitionRecords(t, tp, 0)
+				require.Equal(t, []stSeen{{0, 0, "a"}, {0, 1, "b"}, {0, 2, "c"}}, stSeenOf(recs))
+				require.Equal(t, tc.tsOfFirst.UnixMilli(), recs[0].Timestamp.UnixMilli())
+			})
 		})
 	}
 }
 
 // TestStoreTopicErrors: unknown topics and partitions, duplicate and invalid creations.
 func TestStoreTopicErrors(t *testing.T) {
-	s := stOpen(t, t.TempDir(), WithSync(SyncNever))
-	tp := stCreate(t, s, "orders", TopicConfig{Partitions: 2})
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		s := env.mustOpen(t, WithSync(SyncNever))
+		tp := stCreate(t, s, "orders", TopicConfig{Partitions: 2})
 
-	_, err := s.Topic("payments")
-	require.ErrorIs(t, err, ErrUnknownTopic)
-	require.ErrorIs(t, s.DeleteTopic("payments"), ErrUnknownTopic)
-	for _, id := range []int32{-1, 2, 100} {
-		_, err := tp.Partition(id)
-		require.ErrorIs(t, err, ErrUnknownTopic, "partition %d", id)
-	}
-	_, err = tp.NewReader(ReaderConfig{Partitions: []int32{0, 2}})
-	require.ErrorIs(t, err, ErrUnknownTopic)
+		_, err := s.Topic("payments")
+		require.ErrorIs(t, err, ErrUnknownTopic)
+		require.ErrorIs(t, s.DeleteTopic("payments"), ErrUnknownTopic)
+		for _, id := range []int32{-1, 2, 100} {
+			_, err := tp.Partition(id)
+			require.ErrorIs(t, err, ErrUnknownTopic, "partition %d", id)
+		}
+		_, err = tp.NewReader(ReaderConfig{Partitions: []int32{0, 2}})
+		require.ErrorIs(t, err, ErrUnknownTopic)
 
-	_, err = s.CreateTopic("orders", TopicConfig{Partitions: 2})
-	require.ErrorIs(t, err, ErrTopicExists)
-	_, err = s.CreateTopic("orders", TopicConfig{Partitions: 5})
-	require.ErrorIs(t, err, ErrTopicExists)
+		_, err = s.CreateTopic("orders", TopicConfig{Partitions: 2})
+		require.ErrorIs(t, err, ErrTopicExists)
+		_, err = s.CreateTopic("orders", TopicConfig{Partitions: 5})
+		require.ErrorIs(t, err, ErrTopicExists)
 
-	for _, cfg := range []TopicConfig{
-		{Partitions: -1},
-		{LogConfig: LogConfig{SegmentBytes: 10}},
-		{LogConfig: LogConfig{TimestampType: 7}},
-		{LogConfig: LogConfig{Compression: 9}},
-	} {
-		_, err := s.CreateTopic("invalid", cfg)
-		require.ErrorIs(t, err, ErrInvalidConfig, "%+v", cfg)
-	}
-	require.Equal(t, []string{"orders"}, s.Topics())
-	require.NoFileExists(t, filepath.Join(s.Dir(), "invalid-0"))
-	require.NoDirExists(t, filepath.Join(s.Dir(), "invalid-0"))
+		for _, cfg := range []TopicConfig{
+			{Partitions: -1},
+			{LogConfig: LogConfig{SegmentBytes: 10}},
+			{LogConfig: LogConfig{TimestampType: 7}},
+			{LogConfig: LogConfig{Compression: 9}},
+		} {
+			_, err := s.CreateTopic("invalid", cfg)
+			require.ErrorIs(t, err, ErrInvalidConfig, "%+v", cfg)
+		}
+		require.Equal(t, []string{"orders"}, s.Topics())
+		require.False(t, fsExists(t, env.FS(), filepath.Join(s.Dir(), "invalid-0")))
 
-	got, err := s.Topic("orders")
-	require.NoError(t, err)
-	require.Same(t, tp, got)
+		got, err := s.Topic("orders")
+		require.NoError(t, err)
+		require.Same(t, tp, got)
+	})
 }
 
 // TestStoreDeleteTopic: the folders go, readers of the topic get ErrClosed, and a reopen does not
 // bring the topic back; a delete that a crash interrupted is finished on the next open.
 func TestStoreDeleteTopic(t *testing.T) {
-	dir := t.TempDir()
-	ctx := context.Background()
-	s, err := Open(dir, WithSync(SyncNever))
-	require.NoError(t, err)
-	orders := stCreate(t, s, "orders", TopicConfig{Partitions: 2})
-	keep := stCreate(t, s, "keep", TopicConfig{})
-	require.NoError(t, orders.Append(ctx, stRecs("o1", "o2", "o3")...))
-	require.NoError(t, keep.Append(ctx, stRecs("k1")...))
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		ctx := context.Background()
+		s, err := env.open(WithSync(SyncNever))
+		require.NoError(t, err)
+		orders := stCreate(t, s, "orders", TopicConfig{Partitions: 2})
+		keep := stCreate(t, s, "keep", TopicConfig{})
+		require.NoError(t, orders.Append(ctx, stRecs("o1", "o2", "o3")...))
+		require.NoError(t, keep.Append(ctx, stRecs("k1")...))
 
-	named, err := orders.NewReader(ReaderConfig{Name: "loader", Start: Latest})
-	require.NoError(t, err)
-	anon, err := orders.NewReader(ReaderConfig{Start: Latest})
-	require.NoError(t, err)
-	type result struct {
-		rec *Record
-		err error
-	}
-	blocked := make(chan result, 2)
-	for _, r := range []*Reader{named, anon} {
-		go func() {
-			rec, err := r.Next(ctx)
-			blocked <- result{rec, err}
-		}()
-	}
-	time.Sleep(20 * time.Millisecond) // let both block
-
-	require.NoError(t, s.DeleteTopic("orders"))
-	for range 2 {
-		select {
-		case res := <-blocked:
-			require.ErrorIs(t, res.err, ErrClosed)
-			require.Nil(t, res.rec)
-		case <-time.After(time.Second):
-			t.Fatal("a Next blocked on a deleted topic did not return within 1 s")
+		named, err := orders.NewReader(ReaderConfig{Name: "loader", Start: Latest})
+		require.NoError(t, err)
+		anon, err := orders.NewReader(ReaderConfig{Start: Latest})
+		require.NoError(t, err)
+		type result struct {
+			rec *Record
+			err error
 		}
-	}
-	_, err = named.Next(ctx)
-	require.ErrorIs(t, err, ErrClosed)
-	_, err = orders.NewReader(ReaderConfig{Start: Earliest})
-	require.ErrorIs(t, err, ErrClosed)
-	require.ErrorIs(t, orders.Append(ctx, stRecs("late")...), ErrClosed)
-	_, err = s.Topic("orders")
-	require.ErrorIs(t, err, ErrUnknownTopic)
-	require.ErrorIs(t, s.DeleteTopic("orders"), ErrUnknownTopic)
-	require.Equal(t, []string{"keep"}, s.Topics())
-	for _, e := range stEntries(t, dir) {
-		require.False(t, strings.HasPrefix(e, "orders-"), "left behind: %s", e)
-	}
-	require.NoError(t, named.Close())
-	require.NoError(t, anon.Close())
-	require.NoError(t, s.Close())
+		blocked := make(chan result, 2)
+		for _, r := range []*Reader{named, anon} {
+			go func() {
+				rec, err := r.Next(ctx)
+				blocked <- result{rec, err}
+			}()
+		}
+		time.Sleep(20 * time.Millisecond) // let both block
 
-	// A delete interrupted after the rename: the "-delete" folder is removed on open.
-	require.NoError(t, os.MkdirAll(filepath.Join(dir, "gone-0-delete"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "gone-0-delete", segmentName(0)+".log"), []byte("x"), 0o644))
+		require.NoError(t, s.DeleteTopic("orders"))
+		for range 2 {
+			select {
+			case res := <-blocked:
+				require.ErrorIs(t, res.err, ErrClosed)
+				require.Nil(t, res.rec)
+			case <-time.After(time.Second):
+				t.Fatal("a Next blocked on a deleted topic did not return within 1 s")
+			}
+		}
+		_, err = named.Next(ctx)
+		require.ErrorIs(t, err, ErrClosed)
+		_, err = orders.NewReader(ReaderConfig{Start: Earliest})
+		require.ErrorIs(t, err, ErrClosed)
+		require.ErrorIs(t, orders.Append(ctx, stRecs("late")...), ErrClosed)
+		_, err = s.Topic("orders")
+		require.ErrorIs(t, err, ErrUnknownTopic)
+		require.ErrorIs(t, s.DeleteTopic("orders"), ErrUnknownTopic)
+		require.Equal(t, []string{"keep"}, s.Topics())
+		for _, e := range env.entries(t) {
+			require.False(t, strings.HasPrefix(e, "orders-"), "left behind: %s", e)
+		}
+		require.NoError(t, named.Close())
+		require.NoError(t, anon.Close())
+		require.NoError(t, s.Close())
 
-	s = stOpen(t, dir, WithSync(SyncNever))
-	require.Equal(t, []string{"keep"}, s.Topics())
-	require.NoDirExists(t, filepath.Join(dir, "gone-0-delete"))
-	_, err = s.Topic("orders")
-	require.ErrorIs(t, err, ErrUnknownTopic)
-	keep, err = s.Topic("keep")
-	require.NoError(t, err)
-	require.Equal(t, []stSeen{{0, 0, "k1"}}, stSeenOf(stPartitionRecords(t, keep, 0)))
+		// A delete interrupted after the rename: the "-delete" folder is removed on open.
+		require.NoError(t, env.FS().MkdirAll(env.path("gone-0-delete"), 0o755))
+		fsWriteFile(t, env.FS(), env.path("gone-0-delete", segmentName(0)+".log"), []byte("x"))
 
-	// The name is free again, and the new topic starts empty.
-	orders = stCreate(t, s, "orders", TopicConfig{Partitions: 1})
-	p0, err := orders.Partition(0)
-	require.NoError(t, err)
-	require.Equal(t, int64(0), p0.LogEndOffset())
-	require.NoError(t, orders.Append(ctx, stRecs("new")...))
-	require.Equal(t, []stSeen{{0, 0, "new"}}, stSeenOf(stPartitionRecords(t, orders, 0)))
+		s = env.mustOpen(t, WithSync(SyncNever))
+		require.Equal(t, []string{"keep"}, s.Topics())
+		require.False(t, fsExists(t, env.FS(), env.path("gone-0-delete")))
+		_, err = s.Topic("orders")
+		require.ErrorIs(t, err, ErrUnknownTopic)
+		keep, err = s.Topic("keep")
+		require.NoError(t, err)
+		require.Equal(t, []stSeen{{0, 0, "k1"}}, stSeenOf(stPartitionRecords(t, keep, 0)))
+
+		// The name is free again, and the new topic starts empty.
+		orders = stCreate(t, s, "orders", TopicConfig{Partitions: 1})
+		p0, err := orders.Partition(0)
+		require.NoError(t, err)
+		require.Equal(t, int64(0), p0.LogEndOffset())
+		require.NoError(t, orders.Append(ctx, stRecs("new")...))
+		require.Equal(t, []stSeen{{0, 0, "new"}}, stSeenOf(stPartitionRecords(t, orders, 0)))
+	})
 }
 
 // TestStoreCloseWakesReaders: closing a reader or the store wakes every blocked Next with
@@ -377,119 +380,122 @@ func TestStoreCloseWakesReaders(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			s, err := Open(t.TempDir(), WithSync(SyncNever))
-			require.NoError(t, err)
-			defer s.Close()
-			tp := stCreate(t, s, "orders", TopicConfig{Partitions: 3})
-			require.NoError(t, tp.Append(ctx, stRecs("a", "b")...))
-			named, err := tp.NewReader(ReaderConfig{Name: "fraud", Start: Latest})
-			require.NoError(t, err)
-			anon, err := tp.NewReader(ReaderConfig{Start: Latest})
-			require.NoError(t, err)
-
-			// Two goroutines block on each reader.
-			type result struct {
-				rec *Record
-				err error
-			}
-			results := make(chan result, 4)
-			for _, r := range []*Reader{named, anon, named, anon} {
-				go func() {
-					rec, err := r.Next(ctx)
-					results <- result{rec, err}
-				}()
-			}
-			time.Sleep(20 * time.Millisecond)
-			start := time.Now()
-			if tc.closeStore {
-				require.NoError(t, s.Close())
-			} else {
-				require.NoError(t, named.Close())
-				require.NoError(t, anon.Close())
-			}
-			for range 4 {
-				select {
-				case res := <-results:
-					require.ErrorIs(t, res.err, ErrClosed)
-					require.Nil(t, res.rec)
-				case <-time.After(time.Second):
-					t.Fatal("a blocked Next did not return within 1 s of Close")
-				}
-			}
-			require.Less(t, time.Since(start), time.Second)
-
-			for _, r := range []*Reader{named, anon} {
-				_, err := r.Next(ctx)
-				require.ErrorIs(t, err, ErrClosed)
-				require.ErrorIs(t, r.Seek(0, 0), ErrClosed)
-				require.ErrorIs(t, r.SeekToTime(stEpoch), ErrClosed)
-				require.ErrorIs(t, r.SeekToEarliest(), ErrClosed)
-				require.ErrorIs(t, r.SeekToLatest(), ErrClosed)
-				_, err = r.Position(0)
-				require.ErrorIs(t, err, ErrClosed)
-				for rec, err := range r.Records(ctx) {
-					require.Nil(t, rec)
-					require.ErrorIs(t, err, ErrClosed)
-				}
-				require.NoError(t, r.Close(), "a second Close returns nil")
-			}
-			require.ErrorIs(t, named.Commit(ctx), ErrClosed)
-
-			// The name is free once its reader closed (while the store is open).
-			if !tc.closeStore {
-				again, err := tp.NewReader(ReaderConfig{Name: "fraud", Start: Earliest})
+			forEachStore(t, func(t *testing.T, env *storeEnv) {
+				ctx := context.Background()
+				s, err := env.open(WithSync(SyncNever))
 				require.NoError(t, err)
-				require.Equal(t, []stSeen{{0, 0, "a"}, {0, 1, "b"}}, stSeenOf(stNextN(t, again, 2)))
-				require.NoError(t, again.Close())
-				require.NoError(t, s.Close())
-			}
+				defer s.Close()
+				tp := stCreate(t, s, "orders", TopicConfig{Partitions: 3})
+				require.NoError(t, tp.Append(ctx, stRecs("a", "b")...))
+				named, err := tp.NewReader(ReaderConfig{Name: "fraud", Start: Latest})
+				require.NoError(t, err)
+				anon, err := tp.NewReader(ReaderConfig{Start: Latest})
+				require.NoError(t, err)
 
-			// After the store closed: every method says ErrClosed, none panics.
-			_, err = s.Topic("orders")
-			require.ErrorIs(t, err, ErrClosed)
-			_, err = s.CreateTopic("other", TopicConfig{})
-			require.ErrorIs(t, err, ErrClosed)
-			require.ErrorIs(t, s.DeleteTopic("orders"), ErrClosed)
-			require.ErrorIs(t, s.DeleteReader("fraud"), ErrClosed)
-			_, err = s.Readers()
-			require.ErrorIs(t, err, ErrClosed)
-			_, err = s.CommittedPositions("fraud")
-			require.ErrorIs(t, err, ErrClosed)
-			_, err = tp.NewReader(ReaderConfig{})
-			require.ErrorIs(t, err, ErrClosed)
-			require.ErrorIs(t, tp.Append(ctx, stRecs("late")...), ErrClosed)
-			p0, err := tp.Partition(0)
-			require.NoError(t, err)
-			require.ErrorIs(t, p0.Append(ctx, stRecs("late")...), ErrClosed)
-			_, err = p0.ReadBatches(nil, 0, 1<<20)
-			require.ErrorIs(t, err, ErrClosed)
-			_, err = p0.ReadRecords(0, 1<<20)
-			require.ErrorIs(t, err, ErrClosed)
-			_, err = p0.OffsetForTime(stEpoch)
-			require.ErrorIs(t, err, ErrClosed)
-			require.ErrorIs(t, p0.TruncateTo(0), ErrClosed)
-			require.NoError(t, s.Close(), "a second Close returns nil")
+				// Two goroutines block on each reader.
+				type result struct {
+					rec *Record
+					err error
+				}
+				results := make(chan result, 4)
+				for _, r := range []*Reader{named, anon, named, anon} {
+					go func() {
+						rec, err := r.Next(ctx)
+						results <- result{rec, err}
+					}()
+				}
+				time.Sleep(20 * time.Millisecond)
+				start := time.Now()
+				if tc.closeStore {
+					require.NoError(t, s.Close())
+				} else {
+					require.NoError(t, named.Close())
+					require.NoError(t, anon.Close())
+				}
+				for range 4 {
+					select {
+					case res := <-results:
+						require.ErrorIs(t, res.err, ErrClosed)
+						require.Nil(t, res.rec)
+					case <-time.After(time.Second):
+						t.Fatal("a blocked Next did not return within 1 s of Close")
+					}
+				}
+				require.Less(t, time.Since(start), time.Second)
+
+				for _, r := range []*Reader{named, anon} {
+					_, err := r.Next(ctx)
+					require.ErrorIs(t, err, ErrClosed)
+					require.ErrorIs(t, r.Seek(0, 0), ErrClosed)
+					require.ErrorIs(t, r.SeekToTime(stEpoch), ErrClosed)
+					require.ErrorIs(t, r.SeekToEarliest(), ErrClosed)
+					require.ErrorIs(t, r.SeekToLatest(), ErrClosed)
+					_, err = r.Position(0)
+					require.ErrorIs(t, err, ErrClosed)
+					for rec, err := range r.Records(ctx) {
+						require.Nil(t, rec)
+						require.ErrorIs(t, err, ErrClosed)
+					}
+					require.NoError(t, r.Close(), "a second Close returns nil")
+				}
+				require.ErrorIs(t, named.Commit(ctx), ErrClosed)
+
+				// The name is free once its reader closed (while the store is open).
+				if !tc.closeStore {
+					again, err := tp.NewReader(ReaderConfig{Name: "fraud", Start: Earliest})
+					require.NoError(t, err)
+					require.Equal(t, []stSeen{{0, 0, "a"}, {0, 1, "b"}}, stSeenOf(stNextN(t, again, 2)))
+					require.NoError(t, again.Close())
+					require.NoError(t, s.Close())
+				}
+
+				// After the store closed: every method says ErrClosed, none panics.
+				_, err = s.Topic("orders")
+				require.ErrorIs(t, err, ErrClosed)
+				_, err = s.CreateTopic("other", TopicConfig{})
+				require.ErrorIs(t, err, ErrClosed)
+				require.ErrorIs(t, s.DeleteTopic("orders"), ErrClosed)
+				require.ErrorIs(t, s.DeleteReader("fraud"), ErrClosed)
+				_, err = s.Readers()
+				require.ErrorIs(t, err, ErrClosed)
+				_, err = s.CommittedPositions("fraud")
+				require.ErrorIs(t, err, ErrClosed)
+				_, err = tp.NewReader(ReaderConfig{})
+				require.ErrorIs(t, err, ErrClosed)
+				require.ErrorIs(t, tp.Append(ctx, stRecs("late")...), ErrClosed)
+				p0, err := tp.Partition(0)
+				require.NoError(t, err)
+				require.ErrorIs(t, p0.Append(ctx, stRecs("late")...), ErrClosed)
+				_, err = p0.ReadBatches(nil, 0, 1<<20)
+				require.ErrorIs(t, err, ErrClosed)
+				_, err = p0.ReadRecords(0, 1<<20)
+				require.ErrorIs(t, err, ErrClosed)
+				_, err = p0.OffsetForTime(stEpoch)
+				require.ErrorIs(t, err, ErrClosed)
+				require.ErrorIs(t, p0.TruncateTo(0), ErrClosed)
+				require.NoError(t, s.Close(), "a second Close returns nil")
+			})
 		})
 	}
 }
 
 // TestStoreDirectoryLock: a second Open of the directory gets ErrLocked until the first closes.
 func TestStoreDirectoryLock(t *testing.T) {
-	dir := t.TempDir()
-	s, err := Open(dir)
-	require.NoError(t, err)
-	stCreate(t, s, "orders", TopicConfig{})
-	before := stTree(t, dir)
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		s, err := env.open()
+		require.NoError(t, err)
+		stCreate(t, s, "orders", TopicConfig{})
+		before := env.tree(t)
 
-	s2, err := Open(dir)
-	require.ErrorIs(t, err, ErrLocked)
-	require.Nil(t, s2)
-	require.Equal(t, before, stTree(t, dir), "a refused Open changes nothing")
+		s2, err := env.open()
+		require.ErrorIs(t, err, ErrLocked)
+		require.Nil(t, s2)
+		require.Equal(t, before, env.tree(t), "a refused Open changes nothing")
 
-	require.NoError(t, s.Close())
-	s2 = stOpen(t, dir)
-	require.Equal(t, []string{"orders"}, s2.Topics())
+		require.NoError(t, s.Close())
+		s2 = env.mustOpen(t)
+		require.Equal(t, []string{"orders"}, s2.Topics())
+	})
 }
 
 // stBadNames are names no topic or reader may have; each would be a path outside the rule or,
@@ -511,83 +517,88 @@ var stBadNames = []struct {
 
 // TestStoreBadTopicNames: every bad name is refused and nothing is created anywhere.
 func TestStoreBadTopicNames(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, "a", "store") // "../../x" from dir would land in root
-	s := stOpen(t, dir, WithSync(SyncNever))
-	stCreate(t, s, "orders", TopicConfig{Partitions: 2, LogConfig: LogConfig{SegmentIndexBytes: 4096}})
-	before := stTree(t, root)
-	for _, tc := range stBadNames {
-		t.Run(tc.label, func(t *testing.T) {
-			_, err := s.CreateTopic(tc.name, TopicConfig{})
-			require.ErrorIs(t, err, ErrInvalidTopicName)
-			_, err = s.Topic(tc.name)
-			require.ErrorIs(t, err, ErrUnknownTopic)
-			require.ErrorIs(t, s.DeleteTopic(tc.name), ErrUnknownTopic)
-			require.Equal(t, before, stTree(t, root))
-		})
-	}
-	t.Run("case-collision", func(t *testing.T) {
-		for _, name := range []string{"Orders", "ORDERS", "oRdErS"} {
-			_, err := s.CreateTopic(name, TopicConfig{})
-			require.ErrorIs(t, err, ErrTopicExists, name)
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		// The store's directory is two levels below env.root: "../../x" from it would land in root.
+		s := env.mustOpen(t, WithSync(SyncNever))
+		stCreate(t, s, "orders", TopicConfig{Partitions: 2, LogConfig: LogConfig{SegmentIndexBytes: 4096}})
+		before := env.tree(t)
+		for _, tc := range stBadNames {
+			t.Run(tc.label, func(t *testing.T) {
+				_, err := s.CreateTopic(tc.name, TopicConfig{})
+				require.ErrorIs(t, err, ErrInvalidTopicName)
+				_, err = s.Topic(tc.name)
+				require.ErrorIs(t, err, ErrUnknownTopic)
+				require.ErrorIs(t, s.DeleteTopic(tc.name), ErrUnknownTopic)
+				require.Equal(t, before, env.tree(t))
+			})
 		}
-		require.Equal(t, before, stTree(t, root))
+		t.Run("case-collision", func(t *testing.T) {
+			for _, name := range []string{"Orders", "ORDERS", "oRdErS"} {
+				_, err := s.CreateTopic(name, TopicConfig{})
+				require.ErrorIs(t, err, ErrTopicExists, name)
+			}
+			require.Equal(t, before, env.tree(t))
+		})
+		t.Run("249-chars-is-legal", func(t *testing.T) {
+			long := strings.Repeat("x", 249)
+			tp := stCreate(t, s, long, TopicConfig{})
+			require.Equal(t, long, tp.Name())
+			require.True(t, fsExists(t, env.FS(), env.path(long+"-0")))
+			require.NoError(t, s.DeleteTopic(long))
+			require.Equal(t, before, env.tree(t))
+		})
+		require.Equal(t, []string{"orders"}, s.Topics())
 	})
-	t.Run("249-chars-is-legal", func(t *testing.T) {
-		long := strings.Repeat("x", 249)
-		tp := stCreate(t, s, long, TopicConfig{})
-		require.Equal(t, long, tp.Name())
-		require.DirExists(t, filepath.Join(dir, long+"-0"))
-		require.NoError(t, s.DeleteTopic(long))
-		require.Equal(t, before, stTree(t, root))
-	})
-	require.Equal(t, []string{"orders"}, s.Topics())
 }
 
 // TestStoreBadReaderNames: every bad reader name is refused by NewReader, DeleteReader and
 // CommittedPositions, and nothing is created.
 func TestStoreBadReaderNames(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, "a", "store")
-	s := stOpen(t, dir, WithSync(SyncNever))
-	tp := stCreate(t, s, "orders", TopicConfig{Partitions: 2, LogConfig: LogConfig{SegmentIndexBytes: 4096}})
-	require.NoError(t, tp.Append(context.Background(), stRecs("a")...))
-	before := stTree(t, root)
-	names := append(slices.Clone(stBadNames[1:]), // "" is the anonymous reader
-		struct{ label, name string }{"temp-suffix", "fraud.tmp"})
-	for _, tc := range names {
-		t.Run(tc.label, func(t *testing.T) {
-			r, err := tp.NewReader(ReaderConfig{Name: tc.name, Start: Earliest})
-			require.ErrorIs(t, err, ErrInvalidReaderName)
-			require.Nil(t, r)
-			require.ErrorIs(t, s.DeleteReader(tc.name), ErrInvalidReaderName)
-			_, err = s.CommittedPositions(tc.name)
-			require.ErrorIs(t, err, ErrInvalidReaderName)
-			require.Equal(t, before, stTree(t, root))
-		})
-	}
-	// An anonymous reader has nothing to commit.
-	anon := stReader(t, tp, ReaderConfig{Start: Earliest})
-	require.ErrorIs(t, anon.Commit(context.Background()), ErrInvalidReaderName)
-	require.Equal(t, before, stTree(t, root))
-	readers, err := s.Readers()
-	require.NoError(t, err)
-	require.Empty(t, readers)
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		s := env.mustOpen(t, WithSync(SyncNever))
+		tp := stCreate(t, s, "orders", TopicConfig{Partitions: 2, LogConfig: LogConfig{SegmentIndexBytes: 4096}})
+		require.NoError(t, tp.Append(context.Background(), stRecs("a")...))
+		before := env.tree(t)
+		names := append(slices.Clone(stBadNames[1:]), // "" is the anonymous reader
+			struct{ label, name string }{"temp-suffix", "fraud.tmp"})
+		for _, tc := range names {
+			t.Run(tc.label, func(t *testing.T) {
+				r, err := tp.NewReader(ReaderConfig{Name: tc.name, Start: Earliest})
+				require.ErrorIs(t, err, ErrInvalidReaderName)
+				require.Nil(t, r)
+				require.ErrorIs(t, s.DeleteReader(tc.name), ErrInvalidReaderName)
+				_, err = s.CommittedPositions(tc.name)
+				require.ErrorIs(t, err, ErrInvalidReaderName)
+				require.Equal(t, before, env.tree(t))
+			})
+		}
+		// An anonymous reader has nothing to commit.
+		anon := stReader(t, tp, ReaderConfig{Start: Earliest})
+		require.ErrorIs(t, anon.Commit(context.Background()), ErrInvalidReaderName)
+		require.Equal(t, before, env.tree(t))
+		readers, err := s.Readers()
+		require.NoError(t, err)
+		require.Empty(t, readers)
+	})
 }
 
 // TestStoreReaderNameTempSuffix: a reader name ending in the checkpoint's temporary suffix would
 // share its file with another reader's temporary file and be swept away at every open.
 func TestStoreReaderNameTempSuffix(t *testing.T) {
-	s := stOpen(t, t.TempDir(), WithSync(SyncNever))
-	tp := stCreate(t, s, "orders", TopicConfig{})
-	_, err := tp.NewReader(ReaderConfig{Name: "loader" + checkpoint.TempSuffix})
-	require.ErrorIs(t, err, ErrInvalidReaderName)
-	_, err = tp.NewReader(ReaderConfig{Name: "loader.tmp2"})
-	require.NoError(t, err)
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		s := env.mustOpen(t, WithSync(SyncNever))
+		tp := stCreate(t, s, "orders", TopicConfig{})
+		_, err := tp.NewReader(ReaderConfig{Name: "loader" + checkpoint.TempSuffix})
+		require.ErrorIs(t, err, ErrInvalidReaderName)
+		_, err = tp.NewReader(ReaderConfig{Name: "loader.tmp2"})
+		require.NoError(t, err)
+	})
 }
 
 // TestStoreSymlinkPartitionFolder: a partition folder that is a symbolic link leading out of the
 // store is never opened, written or created through.
+//
+// File store only: symbolic links exist on a real disk only; the memory file system has none.
 func TestStoreSymlinkPartitionFolder(t *testing.T) {
 	tests := []struct {
 		name string
@@ -645,6 +656,9 @@ func TestStoreSymlinkPartitionFolder(t *testing.T) {
 // TestStoreAdoptsKafkaFolders: partition folders written without a store configuration, beside
 // Kafka's own files, open as a topic with the default configuration; Kafka's files are left
 // byte for byte as they were.
+//
+// File store only: it is about folders a broker or another tool left on disk, which an in-memory
+// store, empty at every OpenInMemory, never meets.
 func TestStoreAdoptsKafkaFolders(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
@@ -736,51 +750,52 @@ func TestStoreRestartResumesCommittedPositions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			ctx := context.Background()
-			s, err := Open(dir)
-			require.NoError(t, err)
-			tp := stCreate(t, s, "orders", TopicConfig{Partitions: 2})
-			tp.SetPartitioner(ManualPartitioner())
-			appendTo := func(p int32, values ...string) {
-				recs := stRecs(values...)
-				for _, r := range recs {
-					r.Partition = p
+			forEachStore(t, func(t *testing.T, env *storeEnv) {
+				ctx := context.Background()
+				s, err := env.open()
+				require.NoError(t, err)
+				tp := stCreate(t, s, "orders", TopicConfig{Partitions: 2})
+				tp.SetPartitioner(ManualPartitioner())
+				appendTo := func(p int32, values ...string) {
+					recs := stRecs(values...)
+					for _, r := range recs {
+						r.Partition = p
+					}
+					require.NoError(t, tp.Append(ctx, recs...))
 				}
-				require.NoError(t, tp.Append(ctx, recs...))
-			}
-			appendTo(0, "p0-0", "p0-1", "p0-2", "p0-3")
-			appendTo(1, "p1-0", "p1-1")
+				appendTo(0, "p0-0", "p0-1", "p0-2", "p0-3")
+				appendTo(1, "p1-0", "p1-1")
 
-			r, err := tp.NewReader(ReaderConfig{Name: "loader", Start: Earliest})
-			require.NoError(t, err)
-			require.Equal(t, []stSeen{
-				{0, 0, "p0-0"}, {1, 0, "p1-0"}, {0, 1, "p0-1"}, {1, 1, "p1-1"}, {0, 2, "p0-2"}, {0, 3, "p0-3"},
-			}, stSeenOf(stNextN(t, r, 6)))
-			require.Equal(t, map[int32]int64{0: 4, 1: 2}, r.Positions())
-			require.NoError(t, r.Commit(ctx))
+				r, err := tp.NewReader(ReaderConfig{Name: "loader", Start: Earliest})
+				require.NoError(t, err)
+				require.Equal(t, []stSeen{
+					{0, 0, "p0-0"}, {1, 0, "p1-0"}, {0, 1, "p0-1"}, {1, 1, "p1-1"}, {0, 2, "p0-2"}, {0, 3, "p0-3"},
+				}, stSeenOf(stNextN(t, r, 6)))
+				require.Equal(t, map[int32]int64{0: 4, 1: 2}, r.Positions())
+				require.NoError(t, r.Commit(ctx))
 
-			appendTo(0, "p0-4", "p0-5")
-			appendTo(1, "p1-2", "p1-3")
-			// Read on past the commit without committing: only the commit counts.
-			require.Len(t, stNextN(t, r, 3), 3)
-			require.NoError(t, s.Close()) // closes the reader too
+				appendTo(0, "p0-4", "p0-5")
+				appendTo(1, "p1-2", "p1-3")
+				// Read on past the commit without committing: only the commit counts.
+				require.Len(t, stNextN(t, r, 3), 3)
+				require.NoError(t, s.Close()) // closes the reader too
 
-			s = stOpen(t, dir)
-			readers, err := s.Readers()
-			require.NoError(t, err)
-			require.Equal(t, []string{"loader"}, readers)
-			committed, err := s.CommittedPositions("loader")
-			require.NoError(t, err)
-			require.Equal(t, map[string]map[int32]int64{"orders": {0: 4, 1: 2}}, committed)
-			tp, err = s.Topic("orders")
-			require.NoError(t, err)
-			r = stReader(t, tp, tc.start)
-			require.Equal(t, map[int32]int64{0: 4, 1: 2}, r.Positions())
-			require.Equal(t, map[int32]int64{0: 2, 1: 2}, r.Lag())
-			require.Equal(t, []stSeen{{0, 4, "p0-4"}, {1, 2, "p1-2"}, {0, 5, "p0-5"}, {1, 3, "p1-3"}}, stSeenOf(stNextN(t, r, 4)))
-			stRequireIdle(t, r)
-			require.Equal(t, map[int32]int64{0: 0, 1: 0}, r.Lag())
+				s = env.mustOpen(t)
+				readers, err := s.Readers()
+				require.NoError(t, err)
+				require.Equal(t, []string{"loader"}, readers)
+				committed, err := s.CommittedPositions("loader")
+				require.NoError(t, err)
+				require.Equal(t, map[string]map[int32]int64{"orders": {0: 4, 1: 2}}, committed)
+				tp, err = s.Topic("orders")
+				require.NoError(t, err)
+				r = stReader(t, tp, tc.start)
+				require.Equal(t, map[int32]int64{0: 4, 1: 2}, r.Positions())
+				require.Equal(t, map[int32]int64{0: 2, 1: 2}, r.Lag())
+				require.Equal(t, []stSeen{{0, 4, "p0-4"}, {1, 2, "p1-2"}, {0, 5, "p0-5"}, {1, 3, "p1-3"}}, stSeenOf(stNextN(t, r, 4)))
+				stRequireIdle(t, r)
+				require.Equal(t, map[int32]int64{0: 0, 1: 0}, r.Lag())
+			})
 		})
 	}
 }
@@ -790,93 +805,86 @@ func TestStoreRestartResumesCommittedPositions(t *testing.T) {
 func TestStoreCorruptPositions(t *testing.T) {
 	damages := []struct {
 		name   string
-		damage func(t *testing.T, path string)
+		damage func(t *testing.T, fsy fsys.FS, path string)
 	}{
-		{"flip-payload-byte", func(t *testing.T, path string) {
-			b, err := os.ReadFile(path)
-			require.NoError(t, err)
+		{"flip-payload-byte", func(t *testing.T, fsy fsys.FS, path string) {
+			b := fsReadFile(t, fsy, path)
 			b[len(b)-2] ^= 0x01
-			require.NoError(t, os.WriteFile(path, b, 0o644))
+			fsWriteFile(t, fsy, path, b)
 		}},
-		{"flip-header-byte", func(t *testing.T, path string) {
-			b, err := os.ReadFile(path)
-			require.NoError(t, err)
+		{"flip-header-byte", func(t *testing.T, fsy fsys.FS, path string) {
+			b := fsReadFile(t, fsy, path)
 			b[3] ^= 0x20
-			require.NoError(t, os.WriteFile(path, b, 0o644))
+			fsWriteFile(t, fsy, path, b)
 		}},
-		{"truncate-by-one", func(t *testing.T, path string) {
-			fi, err := os.Stat(path)
-			require.NoError(t, err)
-			require.NoError(t, os.Truncate(path, fi.Size()-1))
+		{"truncate-by-one", func(t *testing.T, fsy fsys.FS, path string) {
+			fsTruncate(t, fsy, path, fsFileSize(t, fsy, path)-1)
 		}},
-		{"truncate-into-header", func(t *testing.T, path string) { require.NoError(t, os.Truncate(path, 10)) }},
-		{"truncate-to-empty", func(t *testing.T, path string) { require.NoError(t, os.Truncate(path, 0)) }},
-		{"trailing-garbage", func(t *testing.T, path string) {
-			f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-			require.NoError(t, err)
-			_, err = f.Write([]byte{'}'})
-			require.NoError(t, err)
-			require.NoError(t, f.Close())
+		{"truncate-into-header", func(t *testing.T, fsy fsys.FS, path string) { fsTruncate(t, fsy, path, 10) }},
+		{"truncate-to-empty", func(t *testing.T, fsy fsys.FS, path string) { fsTruncate(t, fsy, path, 0) }},
+		{"trailing-garbage", func(t *testing.T, fsy fsys.FS, path string) {
+			fsPatch(t, fsy, path, fsFileSize(t, fsy, path), []byte{'}'})
 		}},
-		{"checksummed-not-json", func(t *testing.T, path string) {
-			require.NoError(t, checkpoint.Write(fsys.OS(), path, []byte("orders 0 4")))
+		{"checksummed-not-json", func(t *testing.T, fsy fsys.FS, path string) {
+			require.NoError(t, checkpoint.Write(fsy, path, []byte("orders 0 4")))
 		}},
-		{"checksummed-negative-offset", func(t *testing.T, path string) {
-			require.NoError(t, checkpoint.Write(fsys.OS(), path, []byte(`{"orders":{"0":-4}}`)))
+		{"checksummed-negative-offset", func(t *testing.T, fsy fsys.FS, path string) {
+			require.NoError(t, checkpoint.Write(fsy, path, []byte(`{"orders":{"0":-4}}`)))
 		}},
-		{"checksummed-bad-partition", func(t *testing.T, path string) {
-			require.NoError(t, checkpoint.Write(fsys.OS(), path, []byte(`{"orders":{"zero":4}}`)))
+		{"checksummed-bad-partition", func(t *testing.T, fsy fsys.FS, path string) {
+			require.NoError(t, checkpoint.Write(fsy, path, []byte(`{"orders":{"zero":4}}`)))
 		}},
 	}
 	for _, tc := range damages {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			ctx := context.Background()
-			s, err := Open(dir, WithSync(SyncNever))
-			require.NoError(t, err)
-			tp := stCreate(t, s, "orders", TopicConfig{})
-			require.NoError(t, tp.Append(ctx, stRecs("r0", "r1", "r2", "r3", "r4", "r5")...))
-			for name, n := range map[string]int{"loader": 4, "audit": 2} {
-				r, err := tp.NewReader(ReaderConfig{Name: name, Start: Earliest})
+			forEachStore(t, func(t *testing.T, env *storeEnv) {
+				ctx := context.Background()
+				s, err := env.open(WithSync(SyncNever))
 				require.NoError(t, err)
-				stNextN(t, r, n)
-				require.NoError(t, r.Commit(ctx))
-				require.NoError(t, r.Close())
-			}
-			require.NoError(t, s.Close())
+				tp := stCreate(t, s, "orders", TopicConfig{})
+				require.NoError(t, tp.Append(ctx, stRecs("r0", "r1", "r2", "r3", "r4", "r5")...))
+				for name, n := range map[string]int{"loader": 4, "audit": 2} {
+					r, err := tp.NewReader(ReaderConfig{Name: name, Start: Earliest})
+					require.NoError(t, err)
+					stNextN(t, r, n)
+					require.NoError(t, r.Commit(ctx))
+					require.NoError(t, r.Close())
+				}
+				require.NoError(t, s.Close())
 
-			tc.damage(t, filepath.Join(dir, readerFilePrefix+"loader"))
+				tc.damage(t, env.FS(), env.path(readerFilePrefix+"loader"))
 
-			s = stOpen(t, dir, WithSync(SyncNever))
-			tp, err = s.Topic("orders")
-			require.NoError(t, err)
-			_, err = tp.NewReader(ReaderConfig{Name: "loader", Start: Earliest})
-			require.ErrorIs(t, err, ErrCorrupt)
-			_, err = s.CommittedPositions("loader")
-			require.ErrorIs(t, err, ErrCorrupt)
-			readers, err := s.Readers()
-			require.NoError(t, err)
-			require.Equal(t, []string{"audit", "loader"}, readers)
+				s = env.mustOpen(t, WithSync(SyncNever))
+				tp, err = s.Topic("orders")
+				require.NoError(t, err)
+				_, err = tp.NewReader(ReaderConfig{Name: "loader", Start: Earliest})
+				require.ErrorIs(t, err, ErrCorrupt)
+				_, err = s.CommittedPositions("loader")
+				require.ErrorIs(t, err, ErrCorrupt)
+				readers, err := s.Readers()
+				require.NoError(t, err)
+				require.Equal(t, []string{"audit", "loader"}, readers)
 
-			// Others work: the named one resumes at its commit, an anonymous one reads.
-			audit := stReader(t, tp, ReaderConfig{Name: "audit", Start: Earliest})
-			require.Equal(t, []stSeen{{0, 2, "r2"}}, stSeenOf(stNextN(t, audit, 1)))
-			anon := stReader(t, tp, ReaderConfig{Start: AtOffset, StartOffset: 5})
-			require.Equal(t, []stSeen{{0, 5, "r5"}}, stSeenOf(stNextN(t, anon, 1)))
+				// Others work: the named one resumes at its commit, an anonymous one reads.
+				audit := stReader(t, tp, ReaderConfig{Name: "audit", Start: Earliest})
+				require.Equal(t, []stSeen{{0, 2, "r2"}}, stSeenOf(stNextN(t, audit, 1)))
+				anon := stReader(t, tp, ReaderConfig{Start: AtOffset, StartOffset: 5})
+				require.Equal(t, []stSeen{{0, 5, "r5"}}, stSeenOf(stNextN(t, anon, 1)))
 
-			require.NoError(t, s.DeleteReader("loader"))
-			committed, err := s.CommittedPositions("loader")
-			require.NoError(t, err)
-			require.Empty(t, committed)
-			readers, err = s.Readers()
-			require.NoError(t, err)
-			require.Equal(t, []string{"audit"}, readers)
-			loader := stReader(t, tp, ReaderConfig{Name: "loader", Start: Earliest})
-			require.Equal(t, []stSeen{{0, 0, "r0"}}, stSeenOf(stNextN(t, loader, 1)))
-			require.NoError(t, loader.Commit(ctx))
-			committed, err = s.CommittedPositions("loader")
-			require.NoError(t, err)
-			require.Equal(t, map[string]map[int32]int64{"orders": {0: 1}}, committed)
+				require.NoError(t, s.DeleteReader("loader"))
+				committed, err := s.CommittedPositions("loader")
+				require.NoError(t, err)
+				require.Empty(t, committed)
+				readers, err = s.Readers()
+				require.NoError(t, err)
+				require.Equal(t, []string{"audit"}, readers)
+				loader := stReader(t, tp, ReaderConfig{Name: "loader", Start: Earliest})
+				require.Equal(t, []stSeen{{0, 0, "r0"}}, stSeenOf(stNextN(t, loader, 1)))
+				require.NoError(t, loader.Commit(ctx))
+				committed, err = s.CommittedPositions("loader")
+				require.NoError(t, err)
+				require.Equal(t, map[string]map[int32]int64{"orders": {0: 1}}, committed)
+			})
 		})
 	}
 }
@@ -884,29 +892,31 @@ func TestStoreCorruptPositions(t *testing.T) {
 // TestStoreReaderNameInUse: two live readers may not share a name, on any topic of the store; the
 // name is free once the first closes.
 func TestStoreReaderNameInUse(t *testing.T) {
-	ctx := context.Background()
-	s := stOpen(t, t.TempDir(), WithSync(SyncNever))
-	orders := stCreate(t, s, "orders", TopicConfig{Partitions: 2})
-	payments := stCreate(t, s, "payments", TopicConfig{})
-	require.NoError(t, orders.Append(ctx, stRecs("a")...))
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		ctx := context.Background()
+		s := env.mustOpen(t, WithSync(SyncNever))
+		orders := stCreate(t, s, "orders", TopicConfig{Partitions: 2})
+		payments := stCreate(t, s, "payments", TopicConfig{})
+		require.NoError(t, orders.Append(ctx, stRecs("a")...))
 
-	first, err := orders.NewReader(ReaderConfig{Name: "fraud", Start: Earliest})
-	require.NoError(t, err)
-	for _, tp := range []*Topic{orders, payments} {
-		r, err := tp.NewReader(ReaderConfig{Name: "fraud", Start: Earliest})
-		require.ErrorIs(t, err, ErrReaderExists, tp.Name())
-		require.Nil(t, r)
-	}
-	require.ErrorIs(t, s.DeleteReader("fraud"), ErrReaderExists)
-	rec := stNext(t, first)
-	require.NoError(t, first.Commit(ctx))
-	require.NoError(t, first.Close())
+		first, err := orders.NewReader(ReaderConfig{Name: "fraud", Start: Earliest})
+		require.NoError(t, err)
+		for _, tp := range []*Topic{orders, payments} {
+			r, err := tp.NewReader(ReaderConfig{Name: "fraud", Start: Earliest})
+			require.ErrorIs(t, err, ErrReaderExists, tp.Name())
+			require.Nil(t, r)
+		}
+		require.ErrorIs(t, s.DeleteReader("fraud"), ErrReaderExists)
+		rec := stNext(t, first)
+		require.NoError(t, first.Commit(ctx))
+		require.NoError(t, first.Close())
 
-	second := stReader(t, orders, ReaderConfig{Name: "fraud", Start: Earliest})
-	require.Equal(t, rec.Offset+1, stMust(second.Position(rec.Partition)))
-	// Another name is independent.
-	other := stReader(t, orders, ReaderConfig{Name: "audit", Start: Earliest})
-	require.Equal(t, []stSeen{{rec.Partition, 0, "a"}}, stSeenOf(stNextN(t, other, 1)))
+		second := stReader(t, orders, ReaderConfig{Name: "fraud", Start: Earliest})
+		require.Equal(t, rec.Offset+1, stMust(second.Position(rec.Partition)))
+		// Another name is independent.
+		other := stReader(t, orders, ReaderConfig{Name: "audit", Start: Earliest})
+		require.Equal(t, []stSeen{{rec.Partition, 0, "a"}}, stSeenOf(stNextN(t, other, 1)))
+	})
 }
 
 func stMust[T any](v T, err error) T {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Topic is a named set of partitions, each its own log. Records are spread over the partitions
@@ -164,4 +165,19 @@ func (t *Topic) removeFolders() {
 	for p := range t.cfg.Partitions {
 		t.store.o.fs.RemoveAll(filepath.Join(t.store.dir, partitionDirName(t.name, p)))
 	}
+}
+
+// ApplyRetention applies retention to every partition (see Log.ApplyRetention) and returns the
+// number of segments deleted; errors of the partitions are joined.
+func (t *Topic) ApplyRetention(now time.Time) (int, error) {
+	var n int
+	var errs []error
+	for _, p := range t.partitions {
+		d, err := p.ApplyRetention(now)
+		n += d
+		if err != nil {
+			errs = append(errs, fmt.Errorf("topic %s partition %d: %w", t.name, p.id, err))
+		}
+	}
+	return n, errors.Join(errs...)
 }
