@@ -234,8 +234,8 @@ func FuzzRecover(f *testing.F) {
 }
 
 // FuzzAppendRaw hands the input to AppendAsLeader or AppendAsFollower on an empty log. A rejected
-// input returns ErrCorrupt, ErrRecordTooLarge or ErrOffsetOutOfOrder and leaves the log as it
-// was. An accepted one reads back byte for byte (the leader's base offsets rewritten) and
+// input returns ErrCorrupt, ErrRecordTooLarge, ErrOffsetOutOfOrder or ErrInvalidTimestamp and
+// leaves the log as it was. An accepted one reads back byte for byte (the leader's base offsets rewritten) and
 // survives both a clean reopen and a recovery scan after a simulated crash.
 func FuzzAppendRaw(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, leader bool) {
@@ -262,7 +262,8 @@ func FuzzAppendRaw(f *testing.F) {
 			}
 		}
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrRecordTooLarge) && !errors.Is(err, ErrOffsetOutOfOrder) {
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrRecordTooLarge) && !errors.Is(err, ErrOffsetOutOfOrder) &&
+				!errors.Is(err, ErrInvalidTimestamp) {
 				t.Fatalf("rejected with %v", err)
 			}
 			if leo := l.LogEndOffset(); leo != 0 || l.Size() != 0 {

@@ -27,6 +27,7 @@ func (l *Log) load() error {
 	// none; after a crash every segment that can hold offsets at or past the recovery point;
 	// without state (a folder from a Kafka broker, or damaged state) the last one only, trusting
 	// the broker's flushed sealed segments as Kafka trusts its own recovery checkpoint.
+	unclean := !haveState || !st.clean
 	scanFrom := int64(1<<63 - 1)
 	switch {
 	case haveState && !st.clean:
@@ -43,7 +44,9 @@ func (l *Log) load() error {
 		}
 		l.segments = append(l.segments, s)
 		fileSize := s.size.Load()
-		full := last && base >= scanFrom || !last && bases[i+1] > scanFrom
+		// After a crash the active segment is always rescanned whole: its preallocated indexes
+		// hold entries only up to the crash, followed by zeros, which is no corruption.
+		full := unclean && (last || bases[i+1] > scanFrom)
 		rep, err := s.load(full)
 		if err != nil {
 			return fmt.Errorf("commitlog: load %s: %w", s.path(logSuffix), err)

@@ -1,6 +1,10 @@
 package commitlog
 
-import "github.com/commitlog-go/commitlog/internal/fsys"
+import (
+	"slices"
+
+	"github.com/commitlog-go/commitlog/internal/fsys"
+)
 
 // memoryDir is the directory an in-memory store lives in, inside its own memory file system.
 const memoryDir = "/commitlog"
@@ -10,5 +14,7 @@ const memoryDir = "/commitlog"
 // readers and commits), with nothing on disk. It is meant for test suites. The data lives until
 // the store is closed; each OpenInMemory starts empty.
 func OpenInMemory(opts ...Option) (*Store, error) {
-	return Open(memoryDir, append(opts, withFS(fsys.NewMemory()))...)
+	// Appended to a copy: appending to opts itself would write into the caller's array when it
+	// has room, where another OpenInMemory of the same options could give its store this memory.
+	return Open(memoryDir, append(slices.Clone(opts), withFS(fsys.NewMemory()))...)
 }

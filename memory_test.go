@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -256,6 +257,43 @@ func TestOpenInMemoryStoresAreIndependent(t *testing.T) {
 	readers, err := c.Readers()
 	require.NoError(t, err)
 	require.Empty(t, readers)
+}
+
+// TestOpenInMemorySharedOptions: in-memory stores opened at once from one options slice (with room
+// to spare, as a slice built by append has) are still each their own: none is locked out by
+// another, none sees another's topics.
+func TestOpenInMemorySharedOptions(t *testing.T) {
+	opts := make([]Option, 0, 8)
+	opts = append(opts, WithSync(SyncNever), WithRetentionCheckInterval(-1))
+	const stores = 8
+	errs := make(chan error, stores)
+	var wg sync.WaitGroup
+	for i := range stores {
+		wg.Go(func() {
+			errs <- func() error {
+				s, err := OpenInMemory(opts...)
+				if err != nil {
+					return err
+				}
+				defer s.Close()
+				name := fmt.Sprintf("topic-%d", i)
+				if _, err := s.CreateTopic(name, TopicConfig{}); err != nil {
+					return err
+				}
+				time.Sleep(10 * time.Millisecond) // let the others create theirs
+				if got := s.Topics(); !slices.Equal(got, []string{name}) {
+					return fmt.Errorf("store %d holds %v", i, got)
+				}
+				return nil
+			}()
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Len(t, opts, 2, "the caller's slice is left as it was")
 }
 
 // TestFileAndMemoryStoresStoreTheSameBytes: the same appends under the same fixed clock give the

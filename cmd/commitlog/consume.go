@@ -1,0 +1,320 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/commitlog-go/commitlog"
+	"github.com/spf13/cobra"
+)
+
+type consumeFlags struct {
+	topic          string
+	from           string
+	partition      int32
+	reader         string
+	count          int64
+	exitAtEnd      bool
+	format         string
+	reset          string
+	commitInterval time.Duration
+}
+
+func newConsumeCommand(g *globals) *cobra.Command {
+	f := &consumeFlags{}
+	cmd := &cobra.Command{
+		Use:   "consume --topic T [flags]",
+		Short: "Print a topic's records, formatted",
+		Long: `Print a topic's records, in offset order within each partition, taking a record from each
+partition in turn. It waits at the end of the log for more unless --exit-at-end or --count says
+when to stop; Ctrl-C stops it cleanly. The store must not be open in another process.
+
+--from says where to begin in each partition: beginning (the oldest record kept), end (only
+records appended from now on), an offset (the same in every partition), -N (the last N records
+of each partition), or @TIME: the first record whose timestamp is at or after TIME, given as
+RFC 3339 (@2001-01-01T08:00:00Z) or epoch milliseconds (@978336000000).
+
+With --reader NAME positions are committed under that name (at exit and every
+--commit-interval), so a later consume with the same name continues where this one stopped;
+--from then applies only to partitions where the reader never committed.
+
+--format uses kcat's tokens: %t topic, %p partition, %o offset, %k key, %s value, %T timestamp
+(ms), %h headers (name=value,...), %K and %S key and value sizes, %% a percent sign; \n newline,
+\t tab.
+
+An unknown topic or partition is a data problem: exit code 1.`,
+		Example: `  commitlog consume --topic flights --from beginning --exit-at-end --format '%p %o %k %s\n'
+  commitlog consume --topic flights --from @2001-03-01T08:00:00Z --partition 2 --count 10
+  commitlog consume --topic events --reader audit --exit-at-end`,
+		Args: cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command, args []string) error { return consume(cmd.Context(), g, f) }),
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.topic, "topic", "t", "", "topic to read (required)")
+	fl.StringVarP(&f.from, "from", "o", "beginning", "where to begin: beginning, end, OFFSET, -N, @RFC3339 or @EPOCH_MS")
+	fl.Int32VarP(&f.partition, "partition", "p", -1, "read only this partition (default all)")
+	fl.StringVarP(&f.reader, "reader", "r", "", "a named reader whose positions are committed and resumed")
+	fl.Int64VarP(&f.count, "count", "c", 0, "stop after this many records (0: no limit)")
+	fl.BoolVarP(&f.exitAtEnd, "exit-at-end", "e", false, "stop at the end of the log (as it was when consume began) instead of waiting")
+	fl.StringVarP(&f.format, "format", "f", defaultFormat, "output format (kcat's tokens, see above)")
+	fl.StringVar(&f.reset, "reset", "earliest", "when a position is out of range (records deleted by retention): earliest, latest or none")
+	fl.DurationVar(&f.commitInterval, "commit-interval", 5*time.Second, "how often a named reader commits while it reads")
+	cmd.MarkFlagRequired("topic")
+	return cmd
+}
+
+// from is a parsed --from.
+type from struct {
+	start    commitlog.StartPosition
+	offset   int64 // AtOffset
+	relative int64 // > 0: this many before the end
+	time     time.Time
+}
+
+func parseFrom(s string) (from, error) {
+	switch s {
+	case "beginning", "earliest", "oldest":
+		return from{start: commitlog.Earliest}, nil
+	case "end", "latest", "newest":
+		return from{start: commitlog.Latest}, nil
+	}
+	if t, ok := strings.CutPrefix(s, "@"); ok {
+		if ms, err := strconv.ParseInt(t, 10, 64); err == nil {
+			return from{start: commitlog.AtTime, time: time.UnixMilli(ms)}, nil
+		}
+		tm, err := time.Parse(time.RFC3339Nano, t)
+		if err != nil {
+			return from{}, fmt.Errorf("--from %q: after @ give an RFC 3339 time or epoch milliseconds", s)
+		}
+		return from{start: commitlog.AtTime, time: tm}, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return from{}, fmt.Errorf("--from %q: want beginning, end, an offset, -N or @TIME", s)
+	}
+	if n < 0 {
+		return from{start: commitlog.Latest, relative: -n}, nil
+	}
+	return from{start: commitlog.AtOffset, offset: n}, nil
+}
+
+func consume(ctx context.Context, g *globals, f *consumeFlags) error {
+	start, err := parseFrom(f.from)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	format, err := parseFormat(f.format)
+	if err != nil {
+		return usageError("--format: %v", err)
+	}
+	if f.count < 0 {
+		return usageError("--count %d: want 0 or more", f.count)
+	}
+	if f.commitInterval <= 0 {
+		return usageError("--commit-interval %s: want a positive duration", f.commitInterval)
+	}
+	var reset commitlog.ResetPolicy
+	switch f.reset {
+	case "earliest":
+		reset = commitlog.ResetEarliest
+	case "latest":
+		reset = commitlog.ResetLatest
+	case "none":
+		reset = commitlog.ResetNone
+	default:
+		return usageError("--reset %q: want earliest, latest or none", f.reset)
+	}
+
+	s, err := g.openStore(false)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	t, err := topicOf(s, f.topic)
+	if err != nil {
+		return err
+	}
+	cfg := commitlog.ReaderConfig{Name: f.reader, Start: start.start, StartOffset: start.offset,
+		StartTime: start.time, Reset: reset}
+	if f.partition >= 0 {
+		if _, err := t.Partition(f.partition); err != nil {
+			return fmt.Errorf("topic %s has no partition %d (it has %d)", f.topic, f.partition, t.PartitionCount())
+		}
+		cfg.Partitions = []int32{f.partition}
+	}
+	var committed map[int32]int64
+	if f.reader != "" {
+		all, err := s.CommittedPositions(f.reader)
+		if errors.Is(err, commitlog.ErrInvalidReaderName) {
+			return usageError("--reader: %s", oneLine(err.Error()))
+		}
+		if err != nil {
+			return err
+		}
+		committed = all[f.topic]
+	}
+	r, err := t.NewReader(cfg)
+	if errors.Is(err, commitlog.ErrInvalidReaderName) {
+		return usageError("--reader: %s", oneLine(err.Error()))
+	}
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if start.relative > 0 {
+		for p := range r.Positions() {
+			if _, ok := committed[p]; ok {
+				continue
+			}
+			part, _ := t.Partition(p)
+			if err := r.Seek(p, max(part.LogStartOffset(), part.HighWatermark()-start.relative)); err != nil {
+				return err
+			}
+		}
+	}
+
+	c := &consumer{r: r, format: format, out: bufio.NewWriterSize(g.io.out, 64<<10),
+		flushEach: g.io.outIsTerm, named: f.reader != "", commitInterval: f.commitInterval}
+	if f.exitAtEnd {
+		c.targets = map[int32]int64{}
+		for p := range r.Positions() {
+			part, _ := t.Partition(p)
+			c.targets[p] = part.HighWatermark()
+		}
+	}
+	err = c.run(ctx, f.count)
+	if errors.Is(err, syscall.EPIPE) {
+		// The reader of standard output went away (consume | head): the end, not a failure.
+		// Nothing more is committed: what was lost in the pipe is read again next time.
+		return nil
+	}
+	return err
+}
+
+// consumer prints a reader's records. Its positions are committed only between records, after
+// the records read so far are written out, so a commit never covers a record not yet printed.
+type consumer struct {
+	r              *commitlog.Reader
+	format         recordFormat
+	out            *bufio.Writer
+	flushEach      bool
+	named          bool
+	commitInterval time.Duration
+	targets        map[int32]int64 // --exit-at-end: the end offsets to reach; nil otherwise
+
+	pos        map[int32]int64
+	dirty      bool // records printed since the last commit
+	lastCommit time.Time
+}
+
+// idleWait is how long Next may wait before the consumer flushes its output and commits: the
+// log has nothing new for now.
+const idleWait = 100 * time.Millisecond
+
+func (c *consumer) run(ctx context.Context, limit int64) error {
+	c.pos = c.r.Positions()
+	c.lastCommit = time.Now()
+	c.dirty = c.named // a named reader commits where it stands at exit even when it read nothing
+	var n int64
+	var buf []byte
+	// waitCtx is cancelled idleWait after a Next began, unless it returned: the timer is reset
+	// for every Next and a fresh context made after one fired.
+	waitCtx, cancel := context.WithCancel(ctx)
+	timer := time.AfterFunc(time.Hour, cancel)
+	timer.Stop()
+	defer func() { timer.Stop(); cancel() }()
+
+	var err error
+	for {
+		if limit > 0 && n >= limit || c.atEnd() {
+			break
+		}
+		if waitCtx.Err() != nil {
+			waitCtx, cancel = context.WithCancel(ctx)
+			timer = time.AfterFunc(idleWait, cancel)
+		} else {
+			timer.Reset(idleWait)
+		}
+		rec, nerr := c.r.Next(waitCtx)
+		timer.Stop()
+		if nerr != nil {
+			if ctx.Err() != nil {
+				break // interrupted: stop cleanly
+			}
+			if waitCtx.Err() != nil && errors.Is(nerr, context.Canceled) {
+				// Idle: nothing new for a while. Write out what was read, commit, and, with
+				// --exit-at-end, stop if every partition reached the end (control batches at the
+				// end of a log leave no record to say so).
+				if err = c.checkpoint(); err != nil {
+					break
+				}
+				if c.targets != nil {
+					c.pos = c.r.Positions()
+					if c.atEnd() {
+						break
+					}
+				}
+				continue
+			}
+			err = nerr
+			break
+		}
+		n++
+		c.pos[rec.Partition] = rec.Offset + 1
+		buf = c.format.append(buf[:0], rec)
+		if _, werr := c.out.Write(buf); werr != nil {
+			return fmt.Errorf("standard output: %w", werr)
+		}
+		c.dirty = true
+		if c.flushEach {
+			if werr := c.out.Flush(); werr != nil {
+				return fmt.Errorf("standard output: %w", werr)
+			}
+		}
+		if c.named && time.Since(c.lastCommit) >= c.commitInterval {
+			if err = c.checkpoint(); err != nil {
+				break
+			}
+		}
+	}
+	if cerr := c.checkpoint(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// atEnd reports whether, under --exit-at-end, every partition reached its target.
+func (c *consumer) atEnd() bool {
+	if c.targets == nil {
+		return false
+	}
+	for p, end := range c.targets {
+		if c.pos[p] < end {
+			return false
+		}
+	}
+	return true
+}
+
+// checkpoint flushes the output and commits a named reader's positions when records were
+// printed since the last commit.
+func (c *consumer) checkpoint() error {
+	if err := c.out.Flush(); err != nil {
+		return fmt.Errorf("standard output: %w", err)
+	}
+	if !c.named || !c.dirty {
+		return nil
+	}
+	if err := c.r.Commit(context.Background()); err != nil {
+		return fmt.Errorf("commit reader positions: %w", err)
+	}
+	c.dirty = false
+	c.lastCommit = time.Now()
+	return nil
+}

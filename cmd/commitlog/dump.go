@@ -1,0 +1,317 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/commitlog-go/commitlog/internal/checkpoint"
+	"github.com/commitlog-go/commitlog/internal/fsys"
+	"github.com/commitlog-go/commitlog/internal/recordbatch"
+	"github.com/spf13/cobra"
+)
+
+func newDumpCommand(g *globals) *cobra.Command {
+	var records bool
+	cmd := &cobra.Command{
+		Use:   "dump [--records] FILE...",
+		Short: "Print the batches of .log files and the entries of .index and .timeindex files",
+		Long: `Print what segment files hold, as Kafka's kafka-dump-log does: for a .log file every batch
+(base and last offset, record count, position, size, codec, timestamps, producer fields, and
+whether its CRC is valid), and with --records every record; for a .index file its entries
+(offset, position), for a .timeindex file its entries (timestamp, offset). The store's own state
+files (commitlog-state, commitlog-topics, commitlog-reader-NAME) print their contents.
+
+Damage is reported where it is found, and the dump goes on from the next whole batch. Files are
+only read. Exit code 1 when a file is damaged or cannot be read.`,
+		Example: `  commitlog dump commitlog-data/flights-0/00000000000000000000.log
+  commitlog dump --records commitlog-data/flights-0/*.log`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError("give at least one file to dump")
+			}
+			return nil
+		},
+		RunE: runE(func(cmd *cobra.Command, args []string) error { return dump(g, args, records) }),
+	}
+	cmd.Flags().BoolVar(&records, "records", false, "print every record of each batch, key and value included")
+	cmd.Flags().BoolVar(&records, "print-data-log", false, "the same as --records (Kafka's name)")
+	cmd.Flags().MarkHidden("print-data-log")
+	return cmd
+}
+
+// fileKind tells how to dump a file, by its name.
+type fileKind int
+
+const (
+	kindUnknown fileKind = iota
+	kindLog
+	kindOffsetIndex
+	kindTimeIndex
+	kindCheckpoint
+)
+
+func kindOf(path string) fileKind {
+	name := filepath.Base(path)
+	switch {
+	case strings.HasSuffix(name, logSuffix):
+		return kindLog
+	case strings.HasSuffix(name, indexSuffix):
+		return kindOffsetIndex
+	case strings.HasSuffix(name, timeIndexSuffix):
+		return kindTimeIndex
+	case name == "commitlog-state" || name == "commitlog-topics" || strings.HasPrefix(name, "commitlog-reader-"):
+		return kindCheckpoint
+	}
+	return kindUnknown
+}
+
+func dump(g *globals, files []string, records bool) error {
+	for _, f := range files {
+		if kindOf(f) == kindUnknown {
+			return usageError("%s: not a .log, .index or .timeindex file, nor a commitlog state file", f)
+		}
+	}
+	out := bufio.NewWriterSize(g.io.out, 64<<10)
+	defer out.Flush()
+	damaged := 0
+	var failed []error
+	for _, path := range files {
+		n, err := dumpFile(out, path, records)
+		damaged += n
+		if err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if err := out.Flush(); err != nil {
+		return fmt.Errorf("standard output: %w", err)
+	}
+	switch {
+	case len(failed) == 1 && damaged == 0:
+		return failed[0]
+	case len(failed) > 0:
+		for _, err := range failed {
+			fmt.Fprintf(g.io.err, "commitlog dump: %s\n", oneLine(err.Error()))
+		}
+		return fmt.Errorf("%d of %d files could not be read; %d damaged places found in the others", len(failed), len(files), damaged)
+	case damaged > 0:
+		return fmt.Errorf("%d damaged places found (see the output)", damaged)
+	}
+	return nil
+}
+
+// dumpFile prints one file and returns the number of damaged places found in it.
+func dumpFile(w io.Writer, path string, records bool) (int, error) {
+	kind := kindOf(path)
+	if kind == kindCheckpoint {
+		fmt.Fprintf(w, "Dumping %s\n", path)
+		b, err := checkpoint.Read(fsys.OS(), path)
+		if err != nil {
+			if os.IsNotExist(err) {
+				return 0, err
+			}
+			fmt.Fprintf(w, "damaged: %s\n", oneLine(err.Error()))
+			return 1, nil
+		}
+		w.Write(b)
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			fmt.Fprintln(w)
+		}
+		return 0, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if !st.Mode().IsRegular() {
+		return 0, fmt.Errorf("%s: not a regular file", path)
+	}
+	fmt.Fprintf(w, "Dumping %s\n", path)
+	base, named := segmentBase(path)
+	switch kind {
+	case kindLog:
+		if named {
+			fmt.Fprintf(w, "Log starting offset: %d\n", base)
+		}
+		return dumpLog(w, f, st.Size(), records)
+	case kindOffsetIndex:
+		return dumpOffsetIndex(w, f, st.Size(), base, named)
+	default:
+		return dumpTimeIndex(w, f, st.Size(), base, named)
+	}
+}
+
+// dumpLog prints every batch of a .log file (and with records every record) in Kafka's
+// kafka-dump-log layout, and the damage it meets.
+func dumpLog(w io.Writer, r io.ReaderAt, size int64, records bool) (int, error) {
+	damaged := 0
+	var line []byte
+	err := scanLog(r, size, func(ev *batchEvent) error {
+		if ev.err != nil {
+			damaged++
+		}
+		switch {
+		case ev.torn:
+			fmt.Fprintf(w, "position: %d torn: %v (a write cut short; opening the log truncates it)\n", ev.pos, ev.err)
+			return nil
+		case !ev.whole:
+			fmt.Fprintf(w, "position: %d damaged: %v; ", ev.pos, ev.err)
+			writeResume(w, ev)
+			return nil
+		}
+		line = appendBatchLine(line[:0], ev)
+		w.Write(line)
+		if !ev.crcOK {
+			fmt.Fprintf(w, "| damaged: %v; ", ev.err)
+			writeResume(w, ev)
+			return nil
+		}
+		if !ev.decoded {
+			fmt.Fprintf(w, "| damaged: %v\n", ev.err)
+			return nil
+		}
+		if records {
+			for rec := range ev.batch.Records() {
+				line = appendRecordLine(line[:0], &ev.batch, &rec)
+				w.Write(line)
+			}
+		}
+		return nil
+	})
+	return damaged, err
+}
+
+// writeResume says where the scan goes on after damage.
+func writeResume(w io.Writer, ev *batchEvent) {
+	fmt.Fprintf(w, "the next whole batch is at position %d (%d bytes skipped)\n", ev.pos+ev.size, ev.size)
+}
+
+// appendBatchLine writes a batch's line in kafka-dump-log's words, the base timestamp and CRC
+// added.
+func appendBatchLine(b []byte, ev *batchEvent) []byte {
+	h := &ev.hdr
+	lastSeq := int64(-1)
+	if h.BaseSequence >= 0 {
+		lastSeq = (int64(h.BaseSequence) + int64(h.LastOffsetDelta)) % (1 << 31)
+	}
+	tsType := "CreateTime"
+	if h.Attributes.LogAppendTime() {
+		tsType = "LogAppendTime"
+	}
+	b = fmt.Appendf(b, "baseOffset: %d lastOffset: %d count: %d baseSequence: %d lastSequence: %d producerId: %d producerEpoch: %d partitionLeaderEpoch: %d isTransactional: %t isControl: %t position: %d %s: %d baseTimestamp: %d size: %d magic: %d compresscodec: %s crc: %08x crcValid: %t\n",
+		h.BaseOffset, h.LastOffset(), h.RecordCount, h.BaseSequence, lastSeq, h.ProducerID, h.ProducerEpoch,
+		h.PartitionLeaderEpoch, h.Attributes.Transactional(), h.Attributes.Control(), ev.pos, tsType, h.MaxTimestamp,
+		h.BaseTimestamp, h.Size(), h.Magic, h.Attributes.Codec(), h.CRC, ev.crcOK)
+	return b
+}
+
+// appendRecordLine writes a record's line: kafka-dump-log's, key and payload included.
+func appendRecordLine(b []byte, batch *recordbatch.Batch, r *recordbatch.Record) []byte {
+	h := &batch.Header
+	seq := int64(-1)
+	if h.BaseSequence >= 0 {
+		seq = (int64(h.BaseSequence) + int64(r.OffsetDelta)) % (1 << 31)
+	}
+	tsType := "CreateTime"
+	if h.Attributes.LogAppendTime() {
+		tsType = "LogAppendTime"
+	}
+	keySize := len(r.Key)
+	if r.Key == nil {
+		keySize = -1
+	}
+	valueSize := len(r.Value)
+	if r.Value == nil {
+		valueSize = -1
+	}
+	b = fmt.Appendf(b, "| offset: %d %s: %d keySize: %d valueSize: %d sequence: %d headerKeys: [",
+		h.RecordOffset(r), tsType, h.RecordTimestamp(r), keySize, valueSize, seq)
+	for i, hd := range r.Headers {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendPrintable(b, []byte(hd.Key))
+	}
+	b = append(b, ']')
+	if r.Key != nil {
+		b = append(b, " key: "...)
+		b = appendPrintable(b, r.Key)
+	}
+	if r.Value != nil {
+		b = append(b, " payload: "...)
+		b = appendPrintable(b, r.Value)
+	}
+	return append(b, '\n')
+}
+
+// appendPrintable writes p as it is when it is UTF-8 text without control characters, and as a
+// quoted Go string otherwise, so that binary data cannot garble the terminal or the line.
+func appendPrintable(b, p []byte) []byte {
+	if utf8.Valid(p) {
+		ok := true
+		for _, r := range string(p) {
+			if unicode.IsControl(r) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return append(b, p...)
+		}
+	}
+	return strconv.AppendQuote(b, string(p))
+}
+
+func dumpOffsetIndex(w io.Writer, r io.ReaderAt, size, base int64, named bool) (int, error) {
+	entries, zeros, partial, err := indexEntries(r, size, offsetEntrySize)
+	if err != nil {
+		return 0, err
+	}
+	if !named {
+		fmt.Fprintln(w, "(the file's name gives no base offset: offsets are relative)")
+	}
+	for _, e := range entries {
+		rel, pos := offsetEntry(e)
+		fmt.Fprintf(w, "offset: %d position: %d\n", base+int64(rel), pos)
+	}
+	return indexTail(w, zeros, partial, offsetEntrySize), nil
+}
+
+func dumpTimeIndex(w io.Writer, r io.ReaderAt, size, base int64, named bool) (int, error) {
+	entries, zeros, partial, err := indexEntries(r, size, timeEntrySize)
+	if err != nil {
+		return 0, err
+	}
+	if !named {
+		fmt.Fprintln(w, "(the file's name gives no base offset: offsets are relative)")
+	}
+	for _, e := range entries {
+		ts, rel := timeEntry(e)
+		fmt.Fprintf(w, "timestamp: %d offset: %d\n", ts, base+int64(rel))
+	}
+	return indexTail(w, zeros, partial, timeEntrySize), nil
+}
+
+// indexTail reports an index's unused preallocated entries and a partial entry at its end (the
+// latter is damage).
+func indexTail(w io.Writer, zeros, partial, entrySize int) int {
+	if zeros > 0 {
+		fmt.Fprintf(w, "(%d unused entries of zeros follow: the preallocated space of an index in use, or left by a crash)\n", zeros)
+	}
+	if partial > 0 {
+		fmt.Fprintf(w, "damaged: %d bytes after the last whole %d-byte entry\n", partial, entrySize)
+		return 1
+	}
+	return 0
+}

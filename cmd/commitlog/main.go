@@ -1,0 +1,188 @@
+// Command commitlog is the operator's tool for a commitlog store (a Kafka-style log directory):
+// it produces records from files or standard input, consumes them with kcat-style formats, lists
+// topics with their readers' lag, dumps segment and index files as Kafka's kafka-dump-log does,
+// and verifies every segment and index of a store without changing anything.
+//
+//	commitlog produce --topic T [flags] [FILE...]   records from lines, JSON lines or CSV
+//	commitlog consume --topic T [flags]             records, formatted (%t %p %o %k %s %T %h)
+//	commitlog topics [TOPIC...]                     offsets, sizes, segments, readers' lag
+//	commitlog dump [--records] FILE...              batches of .log files, entries of indexes
+//	commitlog verify                                every segment and index under --dir
+//
+// Every command works on the store in --dir (default ./commitlog-data). Exit codes: 0 success,
+// 1 a data problem (a damaged file, an unknown topic or partition, a record that does not
+// parse, an I/O error), 2 a usage error (a bad flag, argument or value); a produce stopped by
+// Ctrl-C exits 130 after saying what it acknowledged. Errors are one line on standard error.
+//
+// The store is held by one process at a time (a directory lock): consume, topics and produce
+// fail with a clear message while another process has it open; verify and dump only read
+// files and run at any time.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitData  = 1
+	exitUsage = 2
+	// exitInterrupted is the shell's code for a process stopped by SIGINT (128+2).
+	exitInterrupted = 130
+)
+
+// defaultDir is where the store lives unless --dir says otherwise.
+const defaultDir = "./commitlog-data"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A closed pipe on standard output (consume | head) is then a write error, which consume
+	// takes as the end, closing the store cleanly, rather than a signal that kills the process.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	code := run(ctx, os.Args[1:], stdio{
+		in: os.Stdin, out: os.Stdout, err: os.Stderr,
+		outIsTerm: isTerminal(os.Stdout), errIsTerm: isTerminal(os.Stderr),
+	})
+	stop()
+	os.Exit(code)
+}
+
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+// stdio is what a command reads and writes; tests pass their own.
+type stdio struct {
+	in        io.Reader
+	out, err  io.Writer
+	outIsTerm bool // standard output is a terminal: flush every record
+	errIsTerm bool // standard error is a terminal: show progress
+}
+
+// exitError carries a command's error and the exit code it means.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError is a mistake in the command line: exit code 2.
+func usageError(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// dataError is a problem with the data or the store: exit code 1.
+func dataError(err error) error {
+	var e *exitError
+	if errors.As(err, &e) {
+		return err
+	}
+	return &exitError{code: exitData, err: err}
+}
+
+// errInterrupted reports a command stopped by a signal (after it finished what it had begun).
+var errInterrupted = &exitError{code: exitInterrupted, err: errors.New("interrupted")}
+
+// globals are the flags every command has.
+type globals struct {
+	dir     string
+	verbose bool
+	io      stdio
+}
+
+// logger returns the library's logger: warnings (recovery, rebuilt indexes) on standard error,
+// informational events too with --verbose.
+func (g *globals) logger() *slog.Logger {
+	level := slog.LevelWarn
+	if g.verbose {
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(g.io.err, &slog.HandlerOptions{Level: level}))
+}
+
+// run executes the command line args and returns the exit code.
+func run(ctx context.Context, args []string, sio stdio) int {
+	g := &globals{io: sio}
+	root := newRootCommand(g)
+	root.SetArgs(args)
+	root.SetIn(sio.in)
+	root.SetOut(sio.out)
+	root.SetErr(sio.err)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return exitOK
+	}
+	code := exitUsage // errors cobra returns itself are about the command line
+	var e *exitError
+	if errors.As(err, &e) {
+		code = e.code
+	}
+	if code == exitInterrupted {
+		return code
+	}
+	name := "commitlog"
+	if cmd != nil {
+		name = cmd.CommandPath()
+	}
+	msg := oneLine(err.Error())
+	if code == exitUsage {
+		msg += fmt.Sprintf(" (see '%s --help')", name)
+	}
+	fmt.Fprintf(sio.err, "%s: %s\n", name, msg)
+	return code
+}
+
+// oneLine joins the lines of a multi-line message (errors.Join's) with "; " and drops the
+// library's "commitlog: " prefix, which the command's name already says.
+func oneLine(s string) string {
+	s = strings.TrimPrefix(s, "commitlog: ")
+	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
+}
+
+func newRootCommand(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "commitlog",
+		Short: "Produce, consume, inspect and verify a commitlog store (Kafka's on-disk format)",
+		Long: `commitlog works on a store: a Kafka-style log directory holding topics, one folder per
+partition ("<topic>-<partition>") of .log segments with .index and .timeindex files.
+
+Exit codes: 0 success, 1 a data problem (damaged files, unknown topic, unparsable input, I/O
+error), 2 a usage error. Errors are one line on standard error.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usageError("missing command: one of produce, consume, topics, dump, verify")
+		},
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.PersistentFlags().StringVar(&g.dir, "dir", defaultDir, "the store's directory")
+	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log informational events of the store (recovery, retention) to standard error")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
+	root.AddCommand(newProduceCommand(g), newConsumeCommand(g), newTopicsCommand(g), newDumpCommand(g), newVerifyCommand(g))
+	return root
+}
+
+// runE adapts a command's function so that every error it returns carries an exit code: an
+// error from cobra itself (flags, arguments) is then recognisable as a usage error.
+func runE(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		err := f(cmd, args)
+		if err == nil {
+			return nil
+		}
+		return dataError(err)
+	}
+}

@@ -1,0 +1,455 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/commitlog-go/commitlog"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+)
+
+// Batching: records are appended up to this many, or this many bytes of keys and values, per
+// Topic.Append, so that one fsync covers many records.
+const (
+	defaultBatchRecords = 1000
+	defaultBatchBytes   = 1 << 20
+)
+
+type produceFlags struct {
+	topic          string
+	partitions     int32
+	keyDelim       string
+	keyField       string
+	timeField      string
+	timeLayout     string
+	format         string
+	sync           string
+	syncInterval   time.Duration
+	compression    string
+	segmentBytes   string
+	retention      string
+	retentionBytes string
+	printOffsets   bool
+	batchRecords   int
+	batchBytes     string
+}
+
+func newProduceCommand(g *globals) *cobra.Command {
+	f := &produceFlags{}
+	cmd := &cobra.Command{
+		Use:   "produce --topic T [flags] [FILE...]",
+		Short: "Append records read from files or standard input, one per line",
+		Long: `Append records to a topic, one per input line, from the files given (standard input when
+none, or "-"); gzip-compressed input is read transparently. The topic is created when missing,
+with the partition count and configuration given; an existing topic keeps its own.
+
+Formats:
+  lines  the key is the text before the first --key-delim and the value the text after it
+         (kcat's -K); without --key-delim, or on a line without it, the key is null and the value
+         the whole line
+  jsonl  one JSON object a line; --key-field and --time-field name fields (dotted names reach
+         into nested objects: properties.net); the value is the line as read
+  csv    a header line names the columns, each later line is a record; --key-field and
+         --time-field name columns; the value is the line as read (the header is not a record);
+         an empty key field is a null key; quoted fields may not span lines
+
+A time field holds epoch milliseconds or an RFC 3339 time, or the layout given with
+--time-layout in Go's reference-time notation ("2006/01/02 15:04"; without a zone, UTC). Without
+--time-field records are stamped with the time they are appended.
+
+Records are appended in batches: an append takes up to --batch-records records or
+--batch-bytes bytes for each partition of the topic, sooner when the input pauses. A record is acknowledged when its append returned, under
+the --sync policy: "always" (the default) fsyncs before that, "interval" flushes every
+--sync-interval, "never" leaves it to the OS; under every policy an acknowledged record survives
+the process being killed. With --print-offsets each record's "partition offset" is printed, in
+input order, once it is acknowledged. A summary goes to standard error at the end; on a
+terminal a progress bar shows while it runs.
+
+Retention runs while produce does (every 5 minutes, as Kafka's broker): a topic created with
+Kafka's default --retention 7d drops sealed segments whose records are all older than 7 days by
+their timestamps. For historical data give --retention forever.`,
+		Example: `  commitlog produce --topic flights --partitions 8 --format csv --key-field origin \
+      --time-field time_ms flights-3m.csv.gz
+  tail -f app.log | commitlog produce --topic app --sync interval
+  printf 'user-1:login\nuser-2:logout\n' | commitlog produce --topic events --key-delim : --print-offsets`,
+		RunE: runE(func(cmd *cobra.Command, args []string) error { return produce(cmd, g, f, args) }),
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.topic, "topic", "t", "", "topic to append to (required)")
+	fl.Int32Var(&f.partitions, "partitions", 1, "partitions of the topic when it is created")
+	fl.StringVarP(&f.keyDelim, "key-delim", "K", "", "lines: the key is the text before this delimiter")
+	fl.StringVar(&f.keyField, "key-field", "", "jsonl, csv: the field holding the key")
+	fl.StringVar(&f.timeField, "time-field", "", "jsonl, csv: the field holding the record's time")
+	fl.StringVar(&f.timeLayout, "time-layout", "", `layout of the time field in Go's reference-time notation (e.g. "2006/01/02 15:04")`)
+	fl.StringVarP(&f.format, "format", "f", formatLines, "input format: lines, jsonl or csv")
+	fl.StringVar(&f.sync, "sync", "always", "when appends are fsynced: always, interval or never")
+	fl.DurationVar(&f.syncInterval, "sync-interval", time.Second, "flush period with --sync interval")
+	fl.StringVar(&f.compression, "compression", "none", "compression of a new topic: none, gzip, snappy, lz4 or zstd")
+	fl.StringVar(&f.segmentBytes, "segment-bytes", "1GiB", "segment.bytes of a new topic (1GiB = Kafka's default)")
+	fl.StringVar(&f.retention, "retention", "7d", "retention.ms of a new topic: a duration (36h, 7d) or forever")
+	fl.StringVar(&f.retentionBytes, "retention-bytes", "-1", "retention.bytes of a new topic per partition (-1: no limit)")
+	fl.BoolVar(&f.printOffsets, "print-offsets", false, `print "partition offset" for each record once it is acknowledged`)
+	fl.IntVar(&f.batchRecords, "batch-records", defaultBatchRecords, "most records per append, per partition of the topic")
+	fl.StringVar(&f.batchBytes, "batch-bytes", "1MiB", "most bytes of keys and values per append, per partition of the topic")
+	cmd.MarkFlagRequired("topic")
+	return cmd
+}
+
+// produceConfig is the checked form of the flags.
+type produceConfig struct {
+	spec         parseSpec
+	sync         commitlog.SyncPolicy
+	topicCfg     commitlog.TopicConfig
+	batchRecords int
+	batchBytes   int
+}
+
+func (f *produceFlags) check() (*produceConfig, error) {
+	c := &produceConfig{spec: parseSpec{format: f.format, keyDelim: f.keyDelim, keyField: f.keyField,
+		timeField: f.timeField, timeLayout: f.timeLayout}}
+	switch f.format {
+	case formatLines:
+		if f.keyField != "" || f.timeField != "" {
+			return nil, usageError("--key-field and --time-field need --format jsonl or csv; for lines use --key-delim")
+		}
+	case formatJSONL, formatCSV:
+		if f.keyDelim != "" {
+			return nil, usageError("--key-delim is for --format lines; for %s use --key-field", f.format)
+		}
+	default:
+		return nil, usageError("--format %q: want lines, jsonl or csv", f.format)
+	}
+	if f.timeLayout != "" && f.timeField == "" {
+		return nil, usageError("--time-layout needs --time-field")
+	}
+	if f.partitions < 1 {
+		return nil, usageError("--partitions %d: want at least 1", f.partitions)
+	}
+	switch f.sync {
+	case "always":
+		c.sync = commitlog.SyncAlways
+	case "never":
+		c.sync = commitlog.SyncNever
+	case "interval":
+		if f.syncInterval <= 0 {
+			return nil, usageError("--sync-interval %s: want a positive duration", f.syncInterval)
+		}
+		c.sync = commitlog.SyncInterval(f.syncInterval)
+	default:
+		return nil, usageError("--sync %q: want always, interval or never", f.sync)
+	}
+	comp, err := commitlog.ParseCompression(f.compression)
+	if err != nil {
+		return nil, usageError("--compression %q: want none, gzip, snappy, lz4 or zstd", f.compression)
+	}
+	seg, err := parseSize(f.segmentBytes)
+	if err != nil || seg < 1024 || seg > 1<<31-1 {
+		return nil, usageError("--segment-bytes %q: want a size from 1KiB to 2GiB-1", f.segmentBytes)
+	}
+	ret, err := parseRetention(f.retention)
+	if err != nil {
+		return nil, usageError("--retention: %v", err)
+	}
+	retBytes, err := parseSize(f.retentionBytes)
+	if err != nil {
+		return nil, usageError("--retention-bytes: %v", err)
+	}
+	if retBytes <= 0 {
+		retBytes = -1
+	}
+	if f.batchRecords < 1 {
+		return nil, usageError("--batch-records %d: want at least 1", f.batchRecords)
+	}
+	bb, err := parseSize(f.batchBytes)
+	if err != nil || bb < 1 || bb > 1<<30 {
+		return nil, usageError("--batch-bytes %q: want a size from 1 byte to 1GiB", f.batchBytes)
+	}
+	c.batchRecords, c.batchBytes = f.batchRecords, int(bb)
+	c.topicCfg = commitlog.TopicConfig{Partitions: f.partitions, LogConfig: commitlog.LogConfig{
+		SegmentBytes: seg, Compression: comp, RetentionDuration: ret, RetentionBytes: retBytes,
+	}}
+	return c, nil
+}
+
+// batch is a run of parsed records on its way to one append; its records' bytes live in arena.
+type batch struct {
+	recs  []commitlog.Record
+	ptrs  []*commitlog.Record
+	arena []byte
+	bytes int64 // keys and values
+	err   error // the input failed after these records (they are still appended)
+}
+
+func (b *batch) reset() {
+	b.recs, b.ptrs, b.arena, b.bytes, b.err = b.recs[:0], b.ptrs[:0], b.arena[:0], 0, nil
+}
+
+// add copies p into the batch.
+func (b *batch) add(p *parsed) {
+	start := len(b.arena)
+	b.arena = append(b.arena, p.key...)
+	b.arena = append(b.arena, p.value...)
+	var key []byte
+	if p.key != nil {
+		key = b.arena[start : start+len(p.key) : start+len(p.key)]
+	}
+	value := b.arena[start+len(p.key) : len(b.arena) : len(b.arena)]
+	rec := commitlog.Record{Key: key, Value: value}
+	if p.hasTime {
+		rec.Timestamp = time.UnixMilli(p.ts)
+	}
+	b.recs = append(b.recs, rec)
+	b.bytes += int64(len(p.key) + len(p.value))
+}
+
+func produce(cmd *cobra.Command, g *globals, f *produceFlags, args []string) error {
+	cfg, err := f.check()
+	if err != nil {
+		return err
+	}
+	ins, err := openInputs(args, g.io.in)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, in := range ins {
+			in.close()
+		}
+	}()
+	s, err := g.openStore(true, commitlog.WithSync(cfg.sync))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	t, err := s.Topic(f.topic)
+	if errors.Is(err, commitlog.ErrUnknownTopic) {
+		t, err = s.CreateTopic(f.topic, cfg.topicCfg)
+		if errors.Is(err, commitlog.ErrInvalidTopicName) || errors.Is(err, commitlog.ErrInvalidConfig) {
+			return usageError("%s", oneLine(err.Error()))
+		}
+	} else if err == nil {
+		warnKeptConfig(g, cmd, t, cfg.topicCfg)
+	}
+	if err != nil {
+		return err
+	}
+	n := int(t.PartitionCount())
+	cfg.batchRecords = min(cfg.batchRecords*n, 1<<20)
+	cfg.batchBytes = min(cfg.batchBytes*n, 1<<30)
+
+	var readBytes atomic.Int64
+	var bar *progressbar.ProgressBar
+	if g.io.errIsTerm {
+		total := int64(0)
+		for _, in := range ins {
+			if !in.regular {
+				total = -1
+				break
+			}
+			total += in.size
+		}
+		bar = progressbar.NewOptions64(total,
+			progressbar.OptionSetWriter(g.io.err),
+			progressbar.OptionSetDescription("producing to "+f.topic),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+			progressbar.OptionSetRenderBlankState(true),
+		)
+	}
+
+	// One goroutine reads and parses, the other appends: parsing the next batch overlaps the
+	// append (and fsync) of the previous one. Batches cycle through free.
+	ctx := cmd.Context()
+	full := make(chan *batch, 2)
+	free := make(chan *batch, 4)
+	for range cap(free) {
+		free <- &batch{}
+	}
+	maxLine := t.Config().MaxMessageBytes
+	readCtx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
+	go func() {
+		defer close(full)
+		readInputs(readCtx, ins, cfg, maxLine, &readBytes, free, full)
+	}()
+
+	out := bufio.NewWriterSize(g.io.out, 64<<10)
+	var records, bytes int64
+	start := time.Now()
+	var inputErr error
+	var line []byte
+	interrupted := false
+loop:
+	for {
+		var b *batch
+		var ok bool
+		select {
+		case b, ok = <-full:
+		case <-ctx.Done():
+			interrupted = true
+			break loop
+		}
+		if !ok {
+			break
+		}
+		if len(b.recs) > 0 {
+			b.ptrs = b.ptrs[:0]
+			for i := range b.recs {
+				b.ptrs = append(b.ptrs, &b.recs[i])
+			}
+			// Not ctx: an append that began is finished, so that what it acknowledges is known.
+			if err := t.Append(context.WithoutCancel(ctx), b.ptrs...); err != nil {
+				return fmt.Errorf("append to %s: %w", f.topic, err)
+			}
+			records += int64(len(b.recs))
+			bytes += b.bytes
+			if f.printOffsets {
+				for _, r := range b.ptrs {
+					line = strconv.AppendInt(line[:0], int64(r.Partition), 10)
+					line = append(line, ' ')
+					line = strconv.AppendInt(line, r.Offset, 10)
+					line = append(line, '\n')
+					out.Write(line)
+				}
+				if err := out.Flush(); err != nil {
+					return fmt.Errorf("standard output: %w", err)
+				}
+			}
+			if bar != nil {
+				bar.Set64(readBytes.Load())
+			}
+		}
+		if b.err != nil {
+			inputErr = b.err
+			break
+		}
+		b.reset()
+		free <- b
+	}
+	stopReading()
+	if bar != nil {
+		bar.Finish()
+	}
+	elapsed := time.Since(start)
+	if err := s.Close(); err != nil {
+		return err
+	}
+	rate := float64(records) / max(elapsed.Seconds(), 1e-9)
+	shown := elapsed.Round(time.Millisecond)
+	if elapsed < time.Second {
+		shown = elapsed.Round(10 * time.Microsecond)
+	}
+	fmt.Fprintf(g.io.err, "produced %d records (%s) to %s in %s: %.0f records/s, %s/s\n",
+		records, formatBytes(bytes), f.topic, shown, rate, formatBytes(int64(float64(bytes)/max(elapsed.Seconds(), 1e-9))))
+	if inputErr != nil {
+		return inputErr
+	}
+	if interrupted {
+		fmt.Fprintln(g.io.err, "commitlog produce: interrupted; the records counted above are acknowledged, later input was not read or not appended")
+		return errInterrupted
+	}
+	return nil
+}
+
+// warnKeptConfig says, on standard error, which of the topic flags given differ from the
+// existing topic's stored configuration, which is kept.
+func warnKeptConfig(g *globals, cmd *cobra.Command, t *commitlog.Topic, want commitlog.TopicConfig) {
+	have := t.Config()
+	var differ []string
+	check := func(flag string, same bool) {
+		if cmd.Flags().Changed(flag) && !same {
+			differ = append(differ, "--"+flag)
+		}
+	}
+	check("partitions", have.Partitions == want.Partitions)
+	check("segment-bytes", have.SegmentBytes == want.SegmentBytes)
+	check("compression", have.Compression == want.Compression)
+	check("retention", have.RetentionDuration == want.RetentionDuration || have.RetentionDuration < 0 && want.RetentionDuration < 0)
+	check("retention-bytes", have.RetentionBytes == want.RetentionBytes || have.RetentionBytes < 0 && want.RetentionBytes < 0)
+	if len(differ) > 0 {
+		fmt.Fprintf(g.io.err, "commitlog produce: topic %s exists (%d partitions, %s, segment.bytes %d); its stored configuration is kept, %s ignored\n",
+			t.Name(), have.Partitions, have.Compression, have.SegmentBytes, strings.Join(differ, ", "))
+	}
+}
+
+// readInputs parses every input's lines into batches, sending each when full, when the input
+// would make it wait, and at the end. A parse error ends the reading: it rides on the last
+// batch, after the records before it.
+func readInputs(ctx context.Context, ins []*input, cfg *produceConfig, maxLine int, counter *atomic.Int64, free <-chan *batch, full chan<- *batch) {
+	var b *batch
+	take := func() bool {
+		select {
+		case b = <-free:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	send := func() bool {
+		select {
+		case full <- b:
+			b = nil
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if !take() {
+		return
+	}
+	var p parsed
+	for _, in := range ins {
+		lr, err := newLineReader(in, counter, maxLine)
+		if err != nil {
+			b.err = err
+			send()
+			return
+		}
+		parser := cfg.spec.newParser()
+		for {
+			if len(b.recs) > 0 && lr.wouldBlock() {
+				if !send() || !take() {
+					lr.close()
+					return
+				}
+			}
+			line, err := lr.next()
+			if err == io.EOF {
+				break
+			}
+			if err == nil {
+				var skip bool
+				skip, err = parser.parse(line, &p)
+				if err != nil {
+					err = fmt.Errorf("%s:%d: %w", lr.name, lr.line, err)
+				} else if skip {
+					continue
+				}
+			}
+			if err != nil {
+				lr.close()
+				b.err = err
+				send()
+				return
+			}
+			b.add(&p)
+			if len(b.recs) >= cfg.batchRecords || len(b.arena) >= cfg.batchBytes {
+				if !send() || !take() {
+					lr.close()
+					return
+				}
+			}
+		}
+		lr.close()
+	}
+	send()
+}

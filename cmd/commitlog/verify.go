@@ -1,0 +1,420 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/commitlog-go/commitlog/internal/checkpoint"
+	"github.com/commitlog-go/commitlog/internal/fsys"
+	"github.com/spf13/cobra"
+)
+
+func newVerifyCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify",
+		Short: "Check every segment and index under --dir, changing nothing",
+		Long: `Check every partition folder of the store in --dir (or --dir itself when it is one partition's
+folder): each .log segment batch by batch (length, magic, CRC-32C, records against their header,
+offsets increasing within and across segments), each .index entry (increasing, pointing at the
+start of a batch that holds its offset, inside the data) and each .timeindex entry (increasing,
+offsets inside the segment, no timestamp above the records'), and the store's checksummed state
+files. Preallocated, unused index space (entries of zeros at the end) is not a problem; an
+incomplete batch at the end of a segment is (a write cut short: opening the log truncates it).
+
+Files are only read: verify may run on a store another process has open, though what that
+process is writing may show as an incomplete batch.
+
+Prints one line per problem (file, position, offset, what is wrong) and a summary on standard
+error. Exit code 0 when everything is sound, 1 when a problem was found.`,
+		Args: cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command, args []string) error { return verify(g) }),
+	}
+}
+
+// problem is one thing verify found wrong.
+type problem struct {
+	file   string
+	pos    int64 // byte position in file
+	offset int64 // -1 when unknown
+	what   string
+}
+
+func (p problem) String() string {
+	off := "-"
+	if p.offset >= 0 {
+		off = strconv.FormatInt(p.offset, 10)
+	}
+	return fmt.Sprintf("%s: position %d, offset %s: %s", p.file, p.pos, off, p.what)
+}
+
+type verifier struct {
+	out      io.Writer
+	problems int
+
+	partitions, segments, batches, records int64
+}
+
+func (v *verifier) report(p problem) {
+	v.problems++
+	fmt.Fprintln(v.out, p)
+}
+
+func verify(g *globals) error {
+	info, err := os.Stat(g.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("no store at %s (set --dir)", g.dir)
+	}
+	if err != nil {
+		return err
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("%s is not a directory", g.dir)
+	}
+	v := &verifier{out: g.io.out}
+	entries, err := os.ReadDir(g.dir)
+	if err != nil {
+		return err
+	}
+	if slices.ContainsFunc(entries, func(e fs.DirEntry) bool { return strings.HasSuffix(e.Name(), logSuffix) }) {
+		// One partition's folder, as OpenLog keeps it.
+		if err := v.partition(g.dir); err != nil {
+			return err
+		}
+	} else if err := v.store(g.dir, entries); err != nil {
+		return err
+	}
+	summary := fmt.Sprintf("verified %d partitions, %d segments, %d batches, %d records in %s", v.partitions, v.segments, v.batches, v.records, g.dir)
+	if v.problems > 0 {
+		return dataError(fmt.Errorf("%s: %d problems", summary, v.problems))
+	}
+	fmt.Fprintf(g.io.err, "%s: no problems\n", summary)
+	return nil
+}
+
+// store checks a store's folder: its state files, and each partition folder.
+func (v *verifier) store(dir string, entries []fs.DirEntry) error {
+	folders := map[string]bool{}
+	for _, e := range entries {
+		name := e.Name()
+		path := filepath.Join(dir, name)
+		if name == "commitlog-topics" || strings.HasPrefix(name, "commitlog-reader-") && !strings.HasSuffix(name, checkpoint.TempSuffix) {
+			if _, err := v.checkpointFile(path); err != nil {
+				return err
+			}
+			continue
+		}
+		if !e.IsDir() || e.Type()&fs.ModeSymlink != 0 || !isPartitionFolder(name) {
+			continue
+		}
+		folders[name] = true
+		if err := v.partition(path); err != nil {
+			return err
+		}
+	}
+	// Every partition of every configured topic has its folder.
+	b, err := checkpoint.Read(fsys.OS(), filepath.Join(dir, "commitlog-topics"))
+	if err != nil {
+		return nil // missing (a folder from a Kafka broker) or reported above
+	}
+	var topics map[string]struct {
+		Partitions int32 `json:"partitions"`
+	}
+	if err := json.Unmarshal(b, &topics); err != nil {
+		v.report(problem{file: filepath.Join(dir, "commitlog-topics"), offset: -1, what: "topic configurations are not JSON: " + err.Error()})
+		return nil
+	}
+	names := make([]string, 0, len(topics))
+	for name := range topics {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for p := range topics[name].Partitions {
+			folder := name + "-" + strconv.Itoa(int(p))
+			if !folders[folder] {
+				v.report(problem{file: filepath.Join(dir, folder), offset: -1, what: fmt.Sprintf("partition folder of topic %s (%d partitions) is missing", name, topics[name].Partitions)})
+			}
+		}
+	}
+	return nil
+}
+
+// isPartitionFolder reports whether name is "<topic>-<partition>" (not a folder being deleted).
+func isPartitionFolder(name string) bool {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || i == len(name)-1 {
+		return false
+	}
+	for _, c := range name[i+1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// checkpointFile checks one of the store's checksummed state files.
+func (v *verifier) checkpointFile(path string) ([]byte, error) {
+	b, err := checkpoint.Read(fsys.OS(), path)
+	switch {
+	case errors.Is(err, checkpoint.ErrCorrupt):
+		what := strings.TrimPrefix(err.Error(), "read checkpoint "+path+": ")
+		what = "damaged state file: " + strings.TrimPrefix(what, checkpoint.ErrCorrupt.Error()+": ")
+		v.report(problem{file: path, offset: -1, what: oneLine(what)})
+		return nil, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	}
+	return b, err
+}
+
+// segmentInfo is what verify learned of a segment's .log file.
+type segmentInfo struct {
+	path       string
+	base       int64
+	size       int64
+	batches    []batchInfo // whole, CRC-valid batches, in file order
+	starts     map[int64]*batchInfo
+	damaged    bool  // some region could not be read as batches
+	lastOffset int64 // of the last valid batch; base-1 when none
+}
+
+type batchInfo struct {
+	pos, base, last, maxTS int64
+	valid                  bool
+	runningMaxTS           int64 // largest MaxTimestamp of the valid batches up to this one
+}
+
+// partition checks one partition's folder: its segments in offset order, their indexes, and its
+// state file.
+func (v *verifier) partition(dir string) error {
+	v.partitions++
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var bases []int64
+	for _, e := range entries {
+		name := e.Name()
+		if name == "commitlog-state" {
+			if _, err := v.checkpointFile(filepath.Join(dir, name)); err != nil {
+				return err
+			}
+			continue
+		}
+		if !strings.HasSuffix(name, logSuffix) || !e.Type().IsRegular() {
+			continue
+		}
+		base, ok := segmentBase(name)
+		if !ok || name != fmt.Sprintf("%020d%s", base, logSuffix) {
+			v.report(problem{file: filepath.Join(dir, name), offset: -1, what: "a .log file whose name is not a 20-digit base offset"})
+			continue
+		}
+		bases = append(bases, base)
+	}
+	slices.Sort(bases)
+	prevLast := int64(-1)
+	for i, base := range bases {
+		path := filepath.Join(dir, fmt.Sprintf("%020d%s", base, logSuffix))
+		if base <= prevLast {
+			v.report(problem{file: path, offset: base, what: fmt.Sprintf("segment base offset %d is not above the previous segment's last offset %d", base, prevLast)})
+		}
+		seg, err := v.segment(path, base, i == len(bases)-1, prevLast)
+		if err != nil {
+			return err
+		}
+		if seg.lastOffset >= base {
+			prevLast = seg.lastOffset
+		}
+		if err := v.offsetIndex(seg); err != nil {
+			return err
+		}
+		if err := v.timeIndex(seg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// segment checks a .log file batch by batch.
+func (v *verifier) segment(path string, base int64, last bool, prevLast int64) (*segmentInfo, error) {
+	v.segments++
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	seg := &segmentInfo{path: path, base: base, size: st.Size(), starts: map[int64]*batchInfo{}, lastOffset: base - 1}
+	prev := prevLast
+	runningMax := int64(-1)
+	err = scanLog(f, st.Size(), func(ev *batchEvent) error {
+		off := int64(-1)
+		if ev.hdrOK {
+			off = ev.hdr.BaseOffset
+		}
+		if ev.err != nil {
+			seg.damaged = true
+			what := ev.err.Error()
+			switch {
+			case ev.torn && last:
+				what += " (a write cut short at the end of the log; opening the log truncates it)"
+			case ev.torn:
+				what += " (in a sealed segment)"
+			case !ev.whole || !ev.crcOK:
+				what += fmt.Sprintf("; %d bytes up to the next whole batch", ev.size)
+			}
+			v.report(problem{file: path, pos: ev.pos, offset: off, what: what})
+			if ev.hdrOK {
+				seg.starts[ev.pos] = &batchInfo{pos: ev.pos, base: ev.hdr.BaseOffset, last: ev.hdr.LastOffset()}
+			}
+			return nil
+		}
+		v.batches++
+		v.records += int64(ev.hdr.RecordCount)
+		h := &ev.hdr
+		switch {
+		case h.BaseOffset < base:
+			v.report(problem{file: path, pos: ev.pos, offset: h.BaseOffset, what: fmt.Sprintf("base offset %d is below the segment's base offset %d", h.BaseOffset, base)})
+		case h.BaseOffset <= prev:
+			v.report(problem{file: path, pos: ev.pos, offset: h.BaseOffset, what: fmt.Sprintf("base offset %d is not above the previous batch's last offset %d", h.BaseOffset, prev)})
+		}
+		prev = max(prev, h.LastOffset())
+		runningMax = max(runningMax, h.MaxTimestamp)
+		b := batchInfo{pos: ev.pos, base: h.BaseOffset, last: h.LastOffset(), maxTS: h.MaxTimestamp, valid: true, runningMaxTS: runningMax}
+		seg.batches = append(seg.batches, b)
+		seg.starts[ev.pos] = &seg.batches[len(seg.batches)-1]
+		seg.lastOffset = max(seg.lastOffset, h.LastOffset())
+		return nil
+	})
+	// seg.starts points into seg.batches, which append may have moved: rebuild.
+	for i := range seg.batches {
+		seg.starts[seg.batches[i].pos] = &seg.batches[i]
+	}
+	return seg, err
+}
+
+// offsetIndex checks a segment's .index file, when it has one.
+func (v *verifier) offsetIndex(seg *segmentInfo) error {
+	path := strings.TrimSuffix(seg.path, logSuffix) + indexSuffix
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // rebuilt from the log when it opens
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	entries, _, partial, err := indexEntries(f, st.Size(), offsetEntrySize)
+	if err != nil {
+		return err
+	}
+	if partial > 0 {
+		v.report(problem{file: path, pos: st.Size() - int64(partial), offset: -1, what: fmt.Sprintf("%d bytes after the last whole %d-byte entry", partial, offsetEntrySize)})
+	}
+	var prevRel, prevPos uint32
+	for i, e := range entries {
+		rel, pos := offsetEntry(e)
+		p := problem{file: path, pos: int64(i) * offsetEntrySize, offset: seg.base + int64(rel)}
+		var what string
+		switch {
+		case rel > math.MaxInt32:
+			what = fmt.Sprintf("entry %d: relative offset %#x does not fit a signed 32-bit integer", i, rel)
+		case pos > math.MaxInt32:
+			what = fmt.Sprintf("entry %d: position %#x does not fit a signed 32-bit integer", i, pos)
+		case i > 0 && rel <= prevRel:
+			what = fmt.Sprintf("entry %d: offset %d is not above the previous entry's %d", i, p.offset, seg.base+int64(prevRel))
+		case i > 0 && pos <= prevPos:
+			what = fmt.Sprintf("entry %d: position %d is not above the previous entry's %d", i, pos, prevPos)
+		case int64(pos) >= seg.size:
+			what = fmt.Sprintf("entry %d: position %d points past the end of the log (%d bytes)", i, pos, seg.size)
+		default:
+			b, ok := seg.starts[int64(pos)]
+			switch {
+			case !ok && !seg.damaged:
+				what = fmt.Sprintf("entry %d: position %d is not the start of a batch", i, pos)
+			case ok && b.valid && (p.offset < b.base || p.offset > b.last):
+				what = fmt.Sprintf("entry %d: offset %d is not in the batch at position %d (offsets %d to %d)", i, p.offset, pos, b.base, b.last)
+			}
+		}
+		if what != "" {
+			p.what = what
+			v.report(p)
+		}
+		prevRel, prevPos = rel, pos
+	}
+	return nil
+}
+
+// timeIndex checks a segment's .timeindex file, when it has one.
+func (v *verifier) timeIndex(seg *segmentInfo) error {
+	path := strings.TrimSuffix(seg.path, logSuffix) + timeIndexSuffix
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	entries, _, partial, err := indexEntries(f, st.Size(), timeEntrySize)
+	if err != nil {
+		return err
+	}
+	if partial > 0 {
+		v.report(problem{file: path, pos: st.Size() - int64(partial), offset: -1, what: fmt.Sprintf("%d bytes after the last whole %d-byte entry", partial, timeEntrySize)})
+	}
+	var prevTS int64
+	var prevRel uint32
+	for i, e := range entries {
+		ts, rel := timeEntry(e)
+		p := problem{file: path, pos: int64(i) * timeEntrySize, offset: seg.base + int64(rel)}
+		var what string
+		switch {
+		case ts < 0:
+			what = fmt.Sprintf("entry %d: negative timestamp %d", i, ts)
+		case i > 0 && ts <= prevTS:
+			what = fmt.Sprintf("entry %d: timestamp %d is not above the previous entry's %d", i, ts, prevTS)
+		case rel > math.MaxInt32:
+			what = fmt.Sprintf("entry %d: relative offset %#x does not fit a signed 32-bit integer", i, rel)
+		case i > 0 && rel < prevRel:
+			what = fmt.Sprintf("entry %d: offset %d is below the previous entry's %d", i, p.offset, seg.base+int64(prevRel))
+		case p.offset > seg.lastOffset && !seg.damaged:
+			what = fmt.Sprintf("entry %d: offset %d is past the segment's last offset %d", i, p.offset, seg.lastOffset)
+		case !seg.damaged:
+			// An entry is the largest timestamp so far and the offset where it was seen: it
+			// cannot be newer than every batch up to the one holding that offset.
+			j := sort.Search(len(seg.batches), func(k int) bool { return seg.batches[k].last >= p.offset })
+			if j < len(seg.batches) && ts > seg.batches[j].runningMaxTS {
+				what = fmt.Sprintf("entry %d: timestamp %d is above every record's up to offset %d (the largest is %d)", i, ts, p.offset, seg.batches[j].runningMaxTS)
+			}
+		}
+		if what != "" {
+			p.what = what
+			v.report(p)
+		}
+		prevTS, prevRel = ts, rel
+	}
+	return nil
+}
