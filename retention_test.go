@@ -357,6 +357,12 @@ func TestRetentionByTime(t *testing.T) {
 		p := stMust(tp.Partition(0))
 		all := rtAgedSegments(t, p.log, now)
 		dir := p.log.Dir()
+		// Readers open at offset 0 while retention deletes it, one per reset policy.
+		live := map[ResetPolicy]*Reader{}
+		for _, reset := range []ResetPolicy{ResetNone, ResetEarliest, ResetLatest} {
+			live[reset] = stReader(t, tp, ReaderConfig{Start: Earliest, Reset: reset})
+			require.Equal(t, int64(0), stMust(live[reset].Position(0)))
+		}
 
 		n, err := s.ApplyRetention(clock.now())
 		require.NoError(t, err)
@@ -365,6 +371,13 @@ func TestRetentionByTime(t *testing.T) {
 		require.Equal(t, []int64{2, 4}, segmentBases(p.log))
 		require.Empty(t, rtSegmentFiles(t, env.FS(), dir, 0))
 		requireSameRecords(t, all[2:], stPartitionRecords(t, tp, 0))
+		rec, err := live[ResetNone].Next(context.Background())
+		require.ErrorIs(t, err, ErrOffsetOutOfRange)
+		require.Nil(t, rec)
+		require.Equal(t, int64(0), stMust(live[ResetNone].Position(0)))
+		requireSameRecords(t, all[2:3], []*Record{stNext(t, live[ResetEarliest])})
+		stRequireIdle(t, live[ResetLatest])
+		require.Equal(t, int64(6), stMust(live[ResetLatest].Position(0)))
 
 		// An hour later the second segment is exactly retention.ms old: it stays.
 		n, err = tp.ApplyRetention(clock.add(time.Hour))
@@ -402,7 +415,7 @@ func TestRetentionByTime(t *testing.T) {
 		require.Equal(t, int64(6), p.LogEndOffset())
 		require.Equal(t, []int64{6}, segmentBases(p.log))
 		require.Equal(t, []int64{6}, logFileBases(t, env.FS(), dir))
-		rec := &Record{Value: []byte("after")}
+		rec = &Record{Value: []byte("after")}
 		require.NoError(t, p.Append(context.Background(), rec))
 		require.Equal(t, int64(6), rec.Offset)
 	})
