@@ -37,11 +37,12 @@ func (l *Log) Append(ctx context.Context, recs ...*Record) error {
 		return nil
 	}
 	now := l.now()
+	latest := l.latestTimestamp(now)
 	for i, r := range recs {
 		if r.Timestamp.IsZero() || l.cfg.TimestampType == LogAppendTime {
 			r.Timestamp = now
-		} else if err := l.checkTimestamp(r.Timestamp.UnixMilli(), now); err != nil {
-			return fmt.Errorf("record %d: %w", i, err)
+		} else if ts := r.Timestamp.UnixMilli(); ts > latest {
+			return fmt.Errorf("record %d: %w", i, l.timestampError(ts, now))
 		}
 	}
 	enc := l.getEncoder()
@@ -80,8 +81,8 @@ func (l *Log) AppendAsLeader(ctx context.Context, batches []byte) (firstOffset, 
 		return 0, 0, err
 	}
 	if l.cfg.TimestampType == CreateTime {
-		if err := l.checkTimestamp(w.maxTimestamp, l.now()); err != nil {
-			return 0, 0, err
+		if now := l.now(); w.maxTimestamp > l.latestTimestamp(now) {
+			return 0, 0, l.timestampError(w.maxTimestamp, now)
 		}
 	}
 	if l.cfg.TimestampType == LogAppendTime {
@@ -121,17 +122,19 @@ func (l *Log) AppendAsFollower(ctx context.Context, batches []byte) (lastOffset 
 	return w.lastOffset, l.awaitDurable(seq)
 }
 
-// checkTimestamp returns ErrInvalidTimestamp when a CreateTime timestamp (ms) is further ahead
-// of now than TimestampAfterMax allows (Kafka's message.timestamp.after.max.ms).
-func (l *Log) checkTimestamp(ts int64, now time.Time) error {
+// latestTimestamp returns the largest CreateTime timestamp (ms) an append at now accepts:
+// TimestampAfterMax ahead of it (Kafka's message.timestamp.after.max.ms), or no limit.
+func (l *Log) latestTimestamp(now time.Time) int64 {
 	if l.cfg.TimestampAfterMax < 0 {
-		return nil
+		return math.MaxInt64
 	}
-	if limit := now.Add(l.cfg.TimestampAfterMax).UnixMilli(); ts > limit {
-		return fmt.Errorf("%w: timestamp %d is %s ahead of the append time %d; message.timestamp.after.max.ms is %d",
-			ErrInvalidTimestamp, ts, time.Duration(ts-now.UnixMilli())*time.Millisecond, now.UnixMilli(), l.cfg.TimestampAfterMax.Milliseconds())
-	}
-	return nil
+	return now.Add(l.cfg.TimestampAfterMax).UnixMilli()
+}
+
+// timestampError is the ErrInvalidTimestamp for a timestamp ts (ms) past latestTimestamp(now).
+func (l *Log) timestampError(ts int64, now time.Time) error {
+	return fmt.Errorf("%w: timestamp %d is %s ahead of the append time %d; message.timestamp.after.max.ms is %d",
+		ErrInvalidTimestamp, ts, time.Duration(ts-now.UnixMilli())*time.Millisecond, now.UnixMilli(), l.cfg.TimestampAfterMax.Milliseconds())
 }
 
 // validateRaw checks every batch in data and describes them for write. For a leader's append
