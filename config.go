@@ -129,6 +129,12 @@ type LogConfig struct {
 	TimestampAfterMax time.Duration
 }
 
+// readDecompressLimit bounds the decompressed size of one stored batch when it is read. Kafka
+// applies max.message.bytes to a batch's compressed size, so a batch a broker (or this log under an
+// earlier, larger limit) accepted may decompress to far more than max.message.bytes; reads allow
+// at least 64 MiB, enough for any batch Kafka's clients produce, still bounded against bombs.
+func (c *LogConfig) readDecompressLimit() int { return max(c.MaxMessageBytes, 64<<20) }
+
 // withDefaults returns c with zero fields set to Kafka's defaults and Sync resolved against def.
 func (c LogConfig) withDefaults(def SyncPolicy) LogConfig {
 	if c.SegmentBytes == 0 {

@@ -222,7 +222,7 @@ func (l *Log) OffsetForTime(ts int64) (int64, error) {
 	}()
 
 	for _, c := range cands {
-		off, found, err := c.s.firstAtOrAfter(ts, c.from, end, c.pos, c.limit, l.cfg.MaxMessageBytes)
+		off, found, err := c.s.firstAtOrAfter(ts, c.from, end, c.pos, c.limit, l.cfg.readDecompressLimit())
 		if err != nil {
 			return 0, err
 		}
@@ -309,5 +309,5 @@ func (l *Log) ReadRecords(offset int64, maxBytes int) ([]*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	return DecodeRecords(nil, b, offset, l.cfg.MaxMessageBytes)
+	return DecodeRecords(nil, b, offset, l.cfg.readDecompressLimit())
 }

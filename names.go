@@ -40,14 +40,23 @@ func checkTopicName(name string) error {
 	return nil
 }
 
-// checkReaderName returns ErrInvalidReaderName, saying why, unless name is legal. A reader's
-// positions file is named after it, so a name ending in the checkpoint's temporary suffix is
-// refused: its file would be the temporary file of the reader named without the suffix, and be
+// maxReaderNameLength is shorter than a topic name's limit: a reader's positions live in
+// "commitlog-reader-<name>", whose temporary file adds ".tmp", and both must fit a 255-byte file
+// name with room to spare on file systems that take less.
+const maxReaderNameLength = 200
+
+// checkReaderName returns ErrInvalidReaderName, saying why, unless name is legal (the topic-name
+// rule, at most maxReaderNameLength characters). A reader's positions file is named after it,
+// so a name ending in the checkpoint's temporary suffix is refused: its file would be the temporary file of the reader named without the suffix, and be
 // removed as a leftover whenever the store opens.
 func checkReaderName(name string) error {
 	why := validName(name)
-	if why == "" && strings.HasSuffix(name, checkpoint.TempSuffix) {
+	switch {
+	case why != "":
+	case strings.HasSuffix(name, checkpoint.TempSuffix):
 		why = fmt.Sprintf("may not end in %q", checkpoint.TempSuffix)
+	case len(name) > maxReaderNameLength:
+		why = fmt.Sprintf("longer than %d characters", maxReaderNameLength)
 	}
 	if why != "" {
 		return fmt.Errorf("%w: %q: %s", ErrInvalidReaderName, name, why)

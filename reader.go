@@ -50,7 +50,8 @@ const DefaultReaderMaxBytes = 1 << 20
 type ReaderConfig struct {
 	// Name makes the reader named: its positions can be committed (Commit, AutoCommitInterval)
 	// and a reader opened later with the same name resumes there. Names follow the topic-name
-	// rule. Empty means an anonymous reader whose positions live only in memory.
+	// rule, at most 200 characters. Empty means an anonymous reader whose positions live only
+	// in memory.
 	Name string
 	// Partitions lists the partitions to read; nil means all, in order.
 	Partitions []int32
@@ -279,7 +280,7 @@ func (r *Reader) fetch(rp *readerPartition) error {
 		if err != nil {
 			return fmt.Errorf("topic %s partition %d position %d: %w", rp.p.Topic(), rp.p.id, rp.pos, err)
 		}
-		recs, err := DecodeRecords(rp.buf[:0], r.scratch, rp.pos, rp.p.log.cfg.MaxMessageBytes)
+		recs, err := DecodeRecords(rp.buf[:0], r.scratch, rp.pos, rp.p.log.cfg.readDecompressLimit())
 		if err != nil {
 			return fmt.Errorf("topic %s partition %d position %d: %w", rp.p.Topic(), rp.p.id, rp.pos, err)
 		}

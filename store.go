@@ -66,9 +66,10 @@ func Open(dir string, opts ...Option) (s *Store, err error) {
 		return nil, fmt.Errorf("commitlog: lock %s: %w", dir, err)
 	}
 	s.unlock = u
+	opened := s // "return nil, err" sets s to nil before the cleanup runs
 	defer func() {
 		if err != nil {
-			for _, t := range s.topics {
+			for _, t := range opened.topics {
 				t.close()
 			}
 			u.Close()
@@ -196,6 +197,13 @@ func (s *Store) load() error {
 			// configuration stays, so the topic comes back once the folder is a folder again.
 			s.o.logger.Error("partition folder is a symbolic link; topic not opened", "topic", name, "folder", link)
 			continue
+		}
+		for p := range s.configs[name].Partitions {
+			dir := filepath.Join(s.dir, partitionDirName(name, p))
+			if _, err := s.o.fs.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+				// Not silent: every record the partition held is gone.
+				s.o.logger.Error("partition folder missing; it starts again empty", "topic", name, "partition", p, "folder", dir)
+			}
 		}
 		t, err := openTopic(s, name, s.configs[name])
 		if err != nil {

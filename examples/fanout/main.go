@@ -177,7 +177,7 @@ func run(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	pos := committed[topicName]
-	loader.note = fmt.Sprintf("run 1 loaded %d hours and committed; run 2 resumed at offsets %d/%d/%d and loaded %d",
+	loader.note = fmt.Sprintf("run 1 loaded %d hours and committed; run 2 resumed at offsets %d/%d/%d and loaded %d more",
 		loads1, pos[0], pos[1], pos[2], loads2)
 
 	var score seen

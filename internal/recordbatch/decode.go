@@ -182,7 +182,8 @@ func Decode(b []byte, lim Limits) (Batch, error) {
 // as Kafka's InvalidRecordException, when the batch has no records, when RecordCount is not
 // LastOffsetDelta+1 (producers number records consecutively from 0), when it is a control batch
 // (only the transaction coordinator writes those), or when it has a producer id but a negative
-// base sequence. Checks that depend on topic configuration (timestamps against
+// base sequence, or when a CreateTime batch's MaxTimestamp is not its records' largest timestamp.
+// Checks that depend on topic configuration (timestamps against
 // message.timestamp.*.ms, keys on compacted topics) are the caller's.
 func Validate(b []byte, lim Limits) (Header, error) {
 	s := getScratch()
@@ -201,6 +202,17 @@ func Validate(b []byte, lim Limits) (Header, error) {
 		return h, fmt.Errorf("%w: control batch from a producer", ErrCorrupt)
 	case h.ProducerID >= 0 && h.BaseSequence < 0:
 		return h, fmt.Errorf("%w: base sequence %d with producer id %d", ErrCorrupt, h.BaseSequence, h.ProducerID)
+	}
+	if !h.Attributes.LogAppendTime() {
+		// The header's MaxTimestamp is what retention and the time index trust; a header that
+		// understates its records' times would let a future record past every check.
+		maxTs := int64(math.MinInt64)
+		for r := range batch.Records() {
+			maxTs = max(maxTs, h.BaseTimestamp+r.TimestampDelta)
+		}
+		if maxTs != h.MaxTimestamp {
+			return h, fmt.Errorf("%w: max timestamp %d in the header, %d in the records", ErrCorrupt, h.MaxTimestamp, maxTs)
+		}
 	}
 	return h, nil
 }

@@ -1,0 +1,84 @@
+package commitlog
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/commitlog-go/commitlog/internal/fsys"
+	"github.com/commitlog-go/commitlog/internal/recordbatch"
+)
+
+// TestOpenFailsCleanlyOnCorruptTopicConfigs: a damaged topics file makes Open return ErrCorrupt
+// (no panic) and release the directory, so a repaired store opens.
+func TestOpenFailsCleanlyOnCorruptTopicConfigs(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	require.NoError(t, err)
+	_, err = s.CreateTopic("orders", TopicConfig{})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	path := filepath.Join(dir, topicsFileName)
+	good, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, []byte("garbage, not a checkpoint"), 0o644))
+	s, err = Open(dir)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.Nil(t, s)
+
+	require.NoError(t, os.WriteFile(path, good, 0o644))
+	s, err = Open(dir)
+	require.NoError(t, err, "the failed Open released the lock")
+	require.Equal(t, []string{"orders"}, s.Topics())
+	require.NoError(t, s.Close())
+}
+
+// TestAppendAsLeaderRejectsUnderstatedMaxTimestamp: a producer batch whose header claims a max
+// timestamp below one of its records' is refused, as Kafka's LogValidator refuses it, so a record
+// from the future cannot slip past the timestamp check.
+func TestAppendAsLeaderRejectsUnderstatedMaxTimestamp(t *testing.T) {
+	l := openTestLog(t, fsys.OS(), t.TempDir(), baseConfig())
+	now := testEpoch.UnixMilli()
+	h := recordbatch.Header{PartitionLeaderEpoch: -1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+		BaseTimestamp: now, MaxTimestamp: now, LastOffsetDelta: 1}
+	recs := []recordbatch.Record{
+		{OffsetDelta: 0, Key: []byte("k"), Value: []byte("now")},
+		{OffsetDelta: 1, TimestampDelta: 365 * 24 * 3600 * 1000, Key: []byte("k"), Value: []byte("a year ahead")},
+	}
+	b, err := recordbatch.Encode(nil, h, recs)
+	require.NoError(t, err)
+	_, _, err = l.AppendAsLeader(context.Background(), b)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.Equal(t, int64(0), l.LogEndOffset())
+	require.Equal(t, int64(0), l.Size())
+}
+
+// TestReaderNameLength: reader names longer than 200 characters are refused before any file is
+// named after them; 200 works, commits and resumes.
+func TestReaderNameLength(t *testing.T) {
+	s, err := Open(t.TempDir())
+	require.NoError(t, err)
+	defer s.Close()
+	tp, err := s.CreateTopic("orders", TopicConfig{})
+	require.NoError(t, err)
+	_, err = tp.NewReader(ReaderConfig{Name: strings.Repeat("r", 201)})
+	require.ErrorIs(t, err, ErrInvalidReaderName)
+
+	name := strings.Repeat("r", 200)
+	r, err := tp.NewReader(ReaderConfig{Name: name, Start: Earliest})
+	require.NoError(t, err)
+	require.NoError(t, tp.Append(context.Background(), &Record{Value: []byte("v")}))
+	rec, err := r.Next(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, int64(0), rec.Offset)
+	require.NoError(t, r.Commit(context.Background()))
+	require.NoError(t, r.Close())
+	pos, err := s.CommittedPositions(name)
+	require.NoError(t, err)
+	require.Equal(t, map[string]map[int32]int64{"orders": {0: 1}}, pos)
+}
