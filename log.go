@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
-	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
 
 // lockFileName is the directory lock of a log opened on its own, named as Kafka names the lock
@@ -284,6 +282,3 @@ func wrapIOErr(op string, err error) error {
 	}
 	return fmt.Errorf("commitlog: %s: %w", op, err)
 }
-
-var _ = os.ErrNotExist
-var _ = recordbatch.HeaderSize

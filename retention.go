@@ -67,10 +67,7 @@ func acquire(s *segment) { s.refs.Add(1) }
 // release ends a read of s and deletes its files if s was retired meanwhile and is now unused.
 func (l *Log) release(s *segment) {
 	if s.refs.Add(-1) == 0 {
-		l.retireMu.Lock()
-		retired := s.retired
-		l.retireMu.Unlock()
-		if retired {
+		if s.retired.Load() {
 			// After Close no check sweeps again: the last read of a retired segment takes its
 			// files and handles with it, as Close did for the segments nobody read.
 			if err := l.sweepRetired(l.now(), l.isClosed()); err != nil {

@@ -73,8 +73,9 @@ type segment struct {
 	// when it drops to 0 (and its delete delay has passed).
 	refs atomic.Int32
 	// retired is set when retention or truncation removed the segment from the log and renamed
-	// its files "*.deleted"; deleteAt is when they may go. Both are guarded by the log's retireMu.
-	retired  bool
+	// its files "*.deleted" (set under the log's retireMu); deleteAt, guarded by retireMu, is when
+	// they may go.
+	retired  atomic.Bool // read without retireMu by release, on every read's end
 	deleteAt time.Time
 }
 
@@ -105,11 +106,8 @@ func createSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig) (*s
 	return s, nil
 }
 
-// openSegment opens an existing segment. Its indexes are opened read-only when sealed and
-// writable otherwise; an index that fails its check is rebuilt from the log. The segment's
-// nextOffset and timestamps are recovered by scanning from the last offset index entry, or from
-// the start when scanAll (unclean shutdown). It returns the position of the first invalid batch
-// when the scan stopped early (-1 when the data is whole).
+// openSegment opens an existing segment's .log file and takes its size; load then opens the
+// indexes and recovers the in-memory state.
 func openSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig, sealed bool) (*segment, error) {
 	s := &segment{fs: fs, dir: dir, baseOffset: baseOffset, cfg: cfg, nextOffset: baseOffset,
 		maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1, sealed: sealed}
@@ -284,7 +282,8 @@ func (s *segment) retire(deleteAt time.Time) error {
 			errs = append(errs, err)
 		}
 	}
-	s.retired, s.deleteAt = true, deleteAt
+	s.deleteAt = deleteAt
+	s.retired.Store(true)
 	return errors.Join(errs...)
 }
 
