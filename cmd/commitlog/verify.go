@@ -307,27 +307,41 @@ func (v *verifier) segment(path string, base int64, last bool, prevLast int64) (
 	return seg, err
 }
 
-// offsetIndex checks a segment's .index file, when it has one.
-func (v *verifier) offsetIndex(seg *segmentInfo) error {
-	path := strings.TrimSuffix(seg.path, logSuffix) + indexSuffix
+// indexFile reads the entries of a segment's index file with the given suffix, reporting bytes
+// after the last whole entry. A missing file (rebuilt from the log when it opens) gives nil
+// entries and no error.
+func (v *verifier) indexFile(seg *segmentInfo, suffix string, entrySize int) (string, [][]byte, error) {
+	path := strings.TrimSuffix(seg.path, logSuffix) + suffix
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil // rebuilt from the log when it opens
+		return path, nil, nil
 	}
 	if err != nil {
-		return err
+		return path, nil, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return err
+		return path, nil, err
 	}
-	entries, _, partial, err := indexEntries(f, st.Size(), offsetEntrySize)
+	entries, _, partial, err := indexEntries(f, st.Size(), entrySize)
 	if err != nil {
-		return err
+		return path, nil, err
 	}
 	if partial > 0 {
-		v.report(problem{file: path, pos: st.Size() - int64(partial), offset: -1, what: fmt.Sprintf("%d bytes after the last whole %d-byte entry", partial, offsetEntrySize)})
+		v.report(problem{file: path, pos: st.Size() - int64(partial), offset: -1, what: fmt.Sprintf("%d bytes after the last whole %d-byte entry", partial, entrySize)})
+	}
+	if entries == nil {
+		entries = [][]byte{}
+	}
+	return path, entries, nil
+}
+
+// offsetIndex checks a segment's .index file, when it has one.
+func (v *verifier) offsetIndex(seg *segmentInfo) error {
+	path, entries, err := v.indexFile(seg, indexSuffix, offsetEntrySize)
+	if err != nil || entries == nil {
+		return err
 	}
 	var prevRel, prevPos uint32
 	for i, e := range entries {
@@ -365,25 +379,9 @@ func (v *verifier) offsetIndex(seg *segmentInfo) error {
 
 // timeIndex checks a segment's .timeindex file, when it has one.
 func (v *verifier) timeIndex(seg *segmentInfo) error {
-	path := strings.TrimSuffix(seg.path, logSuffix) + timeIndexSuffix
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	path, entries, err := v.indexFile(seg, timeIndexSuffix, timeEntrySize)
+	if err != nil || entries == nil {
 		return err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	entries, _, partial, err := indexEntries(f, st.Size(), timeEntrySize)
-	if err != nil {
-		return err
-	}
-	if partial > 0 {
-		v.report(problem{file: path, pos: st.Size() - int64(partial), offset: -1, what: fmt.Sprintf("%d bytes after the last whole %d-byte entry", partial, timeEntrySize)})
 	}
 	var prevTS int64
 	var prevRel uint32
