@@ -43,7 +43,6 @@ type Log struct {
 	recoveryPoint  int64 // offsets below are known durable; checkpointed
 	appendSeq      uint64
 	closed         bool
-	appended       chan struct{} // closed at the next append, nil when nobody waits; see appendedChan
 
 	// syncMu serialises fsyncs; waiters whose write an earlier fsync covered return at once.
 	syncMu     sync.Mutex
@@ -189,7 +188,6 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed = true
-	l.broadcastLocked()
 	failed := l.failure
 	l.mu.Unlock()
 	l.stopFlusherAndWait()

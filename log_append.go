@@ -247,7 +247,6 @@ func (l *Log) write(w *pendingWrite, assign bool) (seq uint64, firstOffset int64
 	if ierr == nil {
 		seg.size.Store(pos + int64(len(w.data)))
 		l.appendSeq++
-		l.broadcastLocked()
 	}
 	seq = l.appendSeq
 	l.mu.Unlock()

@@ -266,25 +266,6 @@ func (s *segment) firstAtOrAfter(ts, from, end, pos, limit int64, maxDecompresse
 	}
 }
 
-// broadcastLocked wakes everything waiting for an append. Callers hold mu. The next channel is
-// made by appendedChan when someone waits: an append nobody waits for allocates nothing.
-func (l *Log) broadcastLocked() {
-	if l.appended != nil {
-		close(l.appended)
-		l.appended = nil
-	}
-}
-
-// appendedChan returns a channel closed at the next append (or truncation, or Close).
-func (l *Log) appendedChan() <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.appended == nil {
-		l.appended = make(chan struct{})
-	}
-	return l.appended
-}
-
 // firstRecordAtOrAfter returns the offset of the first record of batch b at or after offset
 // from whose timestamp is >= ts.
 func firstRecordAtOrAfter(b []byte, lim recordbatch.Limits, from, ts int64) (int64, bool, error) {

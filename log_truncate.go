@@ -57,7 +57,6 @@ func (l *Log) TruncateTo(offset int64) error {
 	if err == nil {
 		l.recoveryPoint = min(l.recoveryPoint, keep.nextOffset)
 		l.durableSeq = l.appendSeq
-		l.broadcastLocked()
 	}
 	st := logState{logStartOffset: l.logStartOffset, recoveryPoint: l.recoveryPoint}
 	l.mu.Unlock()

@@ -82,3 +82,26 @@ func TestReaderNameLength(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string]map[int32]int64{"orders": {0: 1}}, pos)
 }
+
+// TestRefusedAppendLeavesRecordsUnchanged: when a manual partitioner names a partition the topic
+// lacks, the call writes nothing and sets no field of any record, the valid ones included.
+func TestRefusedAppendLeavesRecordsUnchanged(t *testing.T) {
+	s, err := OpenInMemory()
+	require.NoError(t, err)
+	defer s.Close()
+	tp, err := s.CreateTopic("orders", TopicConfig{Partitions: 3})
+	require.NoError(t, err)
+	tp.SetPartitioner(ManualPartitioner())
+	ok := &Record{Partition: 1, Value: []byte("fine")}
+	bad := &Record{Partition: 9, Value: []byte("no such partition")}
+	require.ErrorIs(t, tp.Append(context.Background(), ok, bad), ErrUnknownTopic)
+	require.Equal(t, &Record{Partition: 1, Value: []byte("fine")}, ok)
+	p1, err := tp.Partition(1)
+	require.NoError(t, err)
+	require.Equal(t, int64(0), p1.LogEndOffset())
+
+	require.NoError(t, tp.Append(context.Background(), ok))
+	require.Equal(t, "orders", ok.Topic)
+	require.Equal(t, int64(0), ok.Offset)
+	require.Equal(t, int64(1), p1.LogEndOffset())
+}

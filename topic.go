@@ -21,14 +21,16 @@ type Topic struct {
 
 	partitioner atomic.Pointer[Partitioner]
 
-	mu       sync.Mutex
-	appended chan struct{} // closed and replaced at every append to any partition, and at close
+	mu sync.Mutex
+	// appended is closed at the next append to any partition (and at close); nil while nobody
+	// waits, so that appends without waiting readers allocate nothing.
+	appended chan struct{}
 	closed   bool
 }
 
 // openTopic opens (creating when missing) every partition of a topic.
 func openTopic(s *Store, name string, cfg TopicConfig) (*Topic, error) {
-	t := &Topic{store: s, name: name, cfg: cfg, appended: make(chan struct{})}
+	t := &Topic{store: s, name: name, cfg: cfg}
 	p := KeyHashPartitioner()
 	t.partitioner.Store(&p)
 	for i := range cfg.Partitions {
@@ -90,13 +92,27 @@ func (t *Topic) Append(ctx context.Context, recs ...*Record) error {
 		return t.partitions[0].Append(ctx, recs...)
 	}
 	groups := make([][]*Record, n)
+	used := 0
 	for _, r := range recs {
 		p := part.Partition(r, n)
 		if p < 0 || p >= n {
 			return fmt.Errorf("%w: partitioner chose partition %d of topic %s, which has %d", ErrUnknownTopic, p, t.name, n)
 		}
-		r.Topic, r.Partition = t.name, p
+		if len(groups[p]) == 0 {
+			used++
+		}
 		groups[p] = append(groups[p], r)
+	}
+	// Only now that every record has a valid partition are the records changed: a refused call
+	// leaves them as they were (ManualPartitioner reads Partition).
+	for p, g := range groups {
+		for _, r := range g {
+			r.Topic, r.Partition = t.name, int32(p)
+		}
+		if used == 1 && len(g) > 0 {
+			// One partition (a single record, or one key): no goroutine needed.
+			return t.partitions[p].Append(ctx, g...)
+		}
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -124,6 +140,14 @@ func hashesKeys(p Partitioner) bool {
 func (t *Topic) appendedChan() <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.closed {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	if t.appended == nil {
+		t.appended = make(chan struct{})
+	}
 	return t.appended
 }
 
@@ -131,8 +155,10 @@ func (t *Topic) appendedChan() <-chan struct{} {
 func (t *Topic) broadcast() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	close(t.appended)
-	t.appended = make(chan struct{})
+	if t.appended != nil {
+		close(t.appended)
+		t.appended = nil
+	}
 }
 
 // isClosed reports whether the topic was closed or deleted.
@@ -150,8 +176,10 @@ func (t *Topic) close() error {
 		return nil
 	}
 	t.closed = true
-	close(t.appended)
-	t.appended = make(chan struct{})
+	if t.appended != nil {
+		close(t.appended)
+		t.appended = nil
+	}
 	t.mu.Unlock()
 	var errs []error
 	for _, p := range t.partitions {
