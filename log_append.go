@@ -262,18 +262,24 @@ func (l *Log) write(w *pendingWrite, assign bool) (seq uint64, firstOffset int64
 // appendMu.
 func (l *Log) roll(newBase int64) error {
 	old := l.active()
-	if old.size.Load() == 0 {
-		if err := old.remove(); err != nil {
-			return l.fail(fmt.Errorf("remove empty segment %s: %w", old.path(logSuffix), err))
-		}
-	} else {
-		// Sealing remaps the indexes that readers look up under mu, so it runs under mu; the
-		// data is flushed first, outside it, so that readers do not wait for that fsync.
+	empty := old.size.Load() == 0
+	if empty && newBase == old.baseOffset {
+		// Rolling an empty segment to its own base would recreate it under the same name; only a
+		// write wider than one segment's 2^31 offsets asks that, and validateRaw refuses those.
+		return fmt.Errorf("%w: a write cannot fit an empty segment at base offset %d", ErrCorrupt, newBase)
+	}
+	if !empty {
+		// Readers look up the indexes under mu, so remapping them happens under it; the fsyncs
+		// of the data before and of the trimmed indexes after happen outside, so that readers
+		// never wait for the disk.
 		err := old.file.Sync()
 		if err == nil {
 			l.mu.Lock()
-			err = old.seal()
+			err = old.sealIndexes()
 			l.mu.Unlock()
+		}
+		if err == nil {
+			err = old.syncIndexes()
 		}
 		if err != nil {
 			return l.fail(fmt.Errorf("seal %s: %w", old.path(logSuffix), err))
@@ -288,7 +294,7 @@ func (l *Log) roll(newBase int64) error {
 		return l.fail(fmt.Errorf("sync directory %s: %w", l.dir, err))
 	}
 	l.mu.Lock()
-	if old.size.Load() == 0 {
+	if empty {
 		l.segments[len(l.segments)-1] = seg
 	} else {
 		l.segments = append(l.segments, seg)
@@ -296,6 +302,12 @@ func (l *Log) roll(newBase int64) error {
 	l.recoveryPoint = newBase
 	st := logState{logStartOffset: l.logStartOffset, recoveryPoint: newBase}
 	l.mu.Unlock()
+	if empty {
+		// Out of the list now, so no new read picks it; an empty segment has no bytes to read.
+		if err := old.remove(); err != nil {
+			return l.fail(fmt.Errorf("remove empty segment %s: %w", old.path(logSuffix), err))
+		}
+	}
 	// Everything below newBase is on disk; a crash from here on scans only the new segment.
 	if err := l.writeState(st); err != nil {
 		l.logger.Warn("recovery point checkpoint failed; the next recovery scans more", "err", err)

@@ -222,22 +222,30 @@ func (s *segment) seal() error {
 	if s.sealed {
 		return nil
 	}
+	if err := s.file.Sync(); err != nil {
+		return err
+	}
+	if err := s.sealIndexes(); err != nil {
+		return err
+	}
+	// Trimmed and synced, the indexes of a sealed segment survive a power loss as they are.
+	return s.syncIndexes()
+}
+
+// sealIndexes writes the final time index entry (Kafka appends the segment's max timestamp when
+// it becomes inactive), trims both indexes and remaps them read-only, and marks the segment
+// sealed. It does no fsync: a rolling log runs it under the lock readers take for index lookups
+// and syncs afterwards.
+func (s *segment) sealIndexes() error {
 	if s.maxTimestamp >= 0 {
 		if err := s.timeIdx.MaybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp); err != nil && !errors.Is(err, index.ErrFull) {
 			return err
 		}
 	}
-	if err := s.file.Sync(); err != nil {
-		return err
-	}
-	// Trimmed and synced, the indexes of a sealed segment survive a power loss as they are.
 	if err := s.offsetIdx.Seal(); err != nil {
 		return err
 	}
 	if err := s.timeIdx.Seal(); err != nil {
-		return err
-	}
-	if err := s.syncIndexes(); err != nil {
 		return err
 	}
 	s.sealed = true
