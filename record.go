@@ -36,7 +36,8 @@ type Record struct {
 // DecodeRecords decodes the RecordBatch v2 batches in batches (back to back, as ReadBatches
 // returns them) and appends their records to dst, skipping records whose offset is below from
 // and control batches (transaction markers, which Kafka's consumers never see). The records are
-// the caller's: their keys, values and headers are copied out of batches. maxDecompressed bounds
+// the caller's: their keys, values and headers are copied out of batches, into one buffer per
+// batch (so a record kept alive keeps its batch's bytes alive, no more). maxDecompressed bounds
 // the decompressed size of one batch (0 means Kafka's default max.message.bytes).
 //
 // Returns ErrCorrupt (wrapping the codec's reason, with the batch's byte position) for a batch
@@ -52,38 +53,38 @@ func DecodeRecords(dst []*Record, batches []byte, from int64, maxDecompressed in
 		if b.Attributes.Control() || b.LastOffset() < from {
 			continue
 		}
+		// Two allocations a batch instead of two a record: the records section bounds the bytes
+		// of every key, value and header value in it.
+		buf := make([]byte, 0, len(b.RecordBytes()))
+		slab := make([]Record, 0, b.RecordCount)
 		for r := range b.Records() {
 			off := b.RecordOffset(&r)
 			if off < from {
 				continue
 			}
-			dst = append(dst, ownedRecord(&b, &r, off))
+			slab = append(slab, Record{Offset: off, Timestamp: time.UnixMilli(b.RecordTimestamp(&r))})
+			rec := &slab[len(slab)-1]
+			rec.Key, buf = take(buf, r.Key)
+			rec.Value, buf = take(buf, r.Value)
+			if len(r.Headers) > 0 {
+				// Header keys are already the caller's (strings from the codec's per-batch arena).
+				rec.Headers = r.Headers
+				for i := range rec.Headers {
+					rec.Headers[i].Value, buf = take(buf, rec.Headers[i].Value)
+				}
+			}
+			dst = append(dst, rec)
 		}
 	}
 	return dst, nil
 }
 
-// ownedRecord copies r out of its batch in one allocation for all its bytes.
-func ownedRecord(b *recordbatch.Batch, r *recordbatch.Record, off int64) *Record {
-	n := len(r.Key) + len(r.Value)
-	for _, h := range r.Headers {
-		n += len(h.Value)
+// take copies p to the end of buf and returns the copy, capacity-limited so that appending to
+// one field cannot overwrite the next, and the extended buf. A nil p stays nil (a null field).
+func take(buf, p []byte) ([]byte, []byte) {
+	if p == nil {
+		return nil, buf
 	}
-	buf := make([]byte, 0, n)
-	take := func(p []byte) []byte {
-		if p == nil {
-			return nil
-		}
-		buf = append(buf, p...)
-		return buf[len(buf)-len(p) : len(buf) : len(buf)]
-	}
-	rec := &Record{Key: take(r.Key), Value: take(r.Value), Offset: off,
-		Timestamp: time.UnixMilli(b.RecordTimestamp(r))}
-	if len(r.Headers) > 0 {
-		rec.Headers = make([]Header, len(r.Headers))
-		for i, h := range r.Headers {
-			rec.Headers[i] = Header{Key: h.Key, Value: take(h.Value)}
-		}
-	}
-	return rec
+	buf = append(buf, p...)
+	return buf[len(buf)-len(p) : len(buf) : len(buf)], buf
 }
