@@ -46,18 +46,21 @@ func TestAppendAsLeader(t *testing.T) {
 		stored, err := l.ReadBatches(nil, 10, 1<<20)
 		require.NoError(t, err)
 		require.Len(t, stored, len(orig))
-		// Only the base offsets changed: bytes 0-7 of each batch.
+		// Only the base offsets (bytes 0-7) and the leader epoch (bytes 12-15, the log's epoch
+		// 0 over the producer's 7) changed, neither covered by the CRC.
 		for _, b := range []struct {
 			pos, size int
 			base      int64
 		}{{0, len(b1), 10}, {len(b1), len(b2), 15}} {
 			got, src := stored[b.pos:b.pos+b.size], orig[b.pos:b.pos+b.size]
 			require.Equal(t, uint64(b.base), binary.BigEndian.Uint64(got[:8]))
-			requireSameBytes(t, src[8:], got[8:])
+			requireSameBytes(t, src[8:12], got[8:12])
+			require.Equal(t, uint32(0), binary.BigEndian.Uint32(got[12:16]))
+			requireSameBytes(t, src[16:], got[16:])
 			h, err := recordbatch.Check(got, 0)
 			require.NoError(t, err)
 			require.Equal(t, int64(4242), h.ProducerID)
-			require.Equal(t, int32(7), h.PartitionLeaderEpoch)
+			require.Equal(t, int32(0), h.PartitionLeaderEpoch)
 		}
 		want = append(want, withOffsets(workloadRecords(10, 8), 10)...)
 		requireSameRecords(t, want, readAllRecords(t, l))
@@ -247,7 +250,9 @@ func TestLogAppendTime(t *testing.T) {
 		got := all[hs[1].pos:]
 		require.Len(t, got, len(orig))
 		require.Equal(t, uint64(5), binary.BigEndian.Uint64(got[0:8]))
-		requireSameBytes(t, orig[8:17], got[8:17])
+		requireSameBytes(t, orig[8:12], got[8:12])
+		require.Equal(t, uint32(0), binary.BigEndian.Uint32(got[12:16]), "the log's leader epoch")
+		requireSameBytes(t, orig[16:17], got[16:17])
 		require.Equal(t, binary.BigEndian.Uint16(orig[21:])|uint16(recordbatch.AttrLogAppendTime), binary.BigEndian.Uint16(got[21:]))
 		requireSameBytes(t, orig[23:35], got[23:35]) // last offset delta, base timestamp
 		require.Equal(t, uint64(now.UnixMilli()), binary.BigEndian.Uint64(got[35:]))

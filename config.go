@@ -127,6 +127,10 @@ type LogConfig struct {
 	// is more than this ahead of the append time is rejected with ErrInvalidTimestamp. 0 means
 	// DefaultTimestampAfterMax (1 hour); negative disables the check.
 	TimestampAfterMax time.Duration
+	// MinInsyncReplicas is min.insync.replicas: an AcksAll append to a partition whose in-sync
+	// replicas, the leader included, are fewer than this fails with ErrNotEnoughReplicas and
+	// writes nothing. 0 means Kafka's default, 1.
+	MinInsyncReplicas int
 }
 
 // readDecompressLimit bounds the decompressed size of one stored batch when it is read. Kafka
@@ -167,6 +171,9 @@ func (c LogConfig) withDefaults(def SyncPolicy) LogConfig {
 	if c.Sync == SyncDefault {
 		c.Sync = def
 	}
+	if c.MinInsyncReplicas == 0 {
+		c.MinInsyncReplicas = 1
+	}
 	if c.Sync == SyncDefault {
 		c.Sync = SyncAlways
 	}
@@ -196,6 +203,8 @@ func (c LogConfig) validate() error {
 		return bad("Compression", c.Compression)
 	case c.Sync < SyncNever:
 		return bad("Sync", c.Sync)
+	case c.MinInsyncReplicas < 1:
+		return bad("MinInsyncReplicas", c.MinInsyncReplicas)
 	}
 	return nil
 }

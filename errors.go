@@ -69,4 +69,28 @@ var (
 
 	// ErrInvalidConfig is returned for a configuration value out of its documented range.
 	ErrInvalidConfig = errors.New("commitlog: invalid config")
+
+	// ErrNotLeader is returned by appends to a partition that is a follower, and by Fetch and
+	// EpochEndOffset on one (Kafka's NOT_LEADER_OR_FOLLOWER). A follower takes records only from
+	// its leader.
+	ErrNotLeader = errors.New("commitlog: not the leader")
+
+	// ErrNotEnoughReplicas is returned by an AcksAll append when the in-sync replicas, the leader
+	// included, are fewer than the topic's MinInsyncReplicas (Kafka's NOT_ENOUGH_REPLICAS).
+	// Nothing is written.
+	ErrNotEnoughReplicas = errors.New("commitlog: not enough in-sync replicas")
+
+	// ErrFencedLeaderEpoch is returned when a request names a leader epoch older than the
+	// partition's: the asker follows a leader that has been replaced (Kafka's
+	// FENCED_LEADER_EPOCH), and when BecomeLeader or BecomeFollower is given an older epoch.
+	ErrFencedLeaderEpoch = errors.New("commitlog: fenced leader epoch")
+
+	// ErrUnknownLeaderEpoch is returned when a request names a leader epoch newer than the
+	// partition's: this replica has not yet heard of the new leader (Kafka's
+	// UNKNOWN_LEADER_EPOCH). The asker retries.
+	ErrUnknownLeaderEpoch = errors.New("commitlog: unknown leader epoch")
+
+	// ErrReplicaNotAvailable is returned by Fetch for a replica ID the leader was not given as a
+	// follower (Kafka's REPLICA_NOT_AVAILABLE).
+	ErrReplicaNotAvailable = errors.New("commitlog: replica not available")
 )

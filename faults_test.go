@@ -1,8 +1,12 @@
 package commitlog
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -10,27 +14,64 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/commitlog-go/commitlog/internal/faultfs"
 	"github.com/commitlog-go/commitlog/internal/fsys"
 )
 
+// newFaultFS wraps fsy in a fault-injecting file system, with dir created before it: a
+// directory the fault FS has not seen made is durable, as a store's directory made long ago is.
+func newFaultFS(t *testing.T, fsy fsys.FS, dir string) *faultfs.FS {
+	t.Helper()
+	require.NoError(t, fsy.MkdirAll(dir, 0o755))
+	ffs := faultfs.New(fsy, 1)
+	t.Cleanup(func() { ffs.Release() })
+	return ffs
+}
+
+// crashImage is what ffs's crash (or a crash now) leaves in mode.
+func crashImage(t *testing.T, ffs *faultfs.FS, mode faultfs.Mode) fsys.FS {
+	t.Helper()
+	img, err := ffs.CrashImage(mode)
+	require.NoError(t, err)
+	return img
+}
+
+// writesSince returns the operations from n on that change files: none may run once a log
+// has failed.
+func writesSince(ffs *faultfs.FS, n int) []faultfs.Op {
+	var out []faultfs.Op
+	for _, op := range ffs.Ops()[n:] {
+		switch op.Kind {
+		case faultfs.Write, faultfs.Truncate, faultfs.Sync, faultfs.MapSync, faultfs.Rename, faultfs.Remove, faultfs.SyncDir:
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+var powerLossModes = []faultfs.Mode{faultfs.PowerLossKeep, faultfs.PowerLossDrop, faultfs.PowerLossTorn, faultfs.PowerLoss}
+
 func TestSyncFailure(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
-		ffs := newFaultyFS(fsy)
 		dir := t.TempDir()
+		ffs := newFaultFS(t, fsy, dir)
 		l := openTestLog(t, ffs, dir, baseConfig())
 		want := appendBatches(t, l, 2, 10)
+		failed := withOffsets(workloadRecords(20, 10), 20)
+		ctx := context.Background()
 
-		ffs.arm(1, 0) // the next fsync of a .log fails with EIO, once
-		err := l.Append(context.Background(), workloadRecords(20, 10)...)
+		// The next fsync of a .log fails with EIO, once; like Linux, the fault FS drops the
+		// batch's bytes from what any later fsync writes.
+		ffs.Inject(faultfs.Once(faultfs.Is(faultfs.Sync, logSuffix), faultfs.Fault{Err: syscall.EIO}))
+		err := l.Append(ctx, workloadRecords(20, 10)...)
 		require.ErrorIs(t, err, ErrSync)
 		require.ErrorIs(t, err, syscall.EIO)
 		// The batch reached the file before the fsync failed: it stays visible, unacknowledged,
 		// at offsets 20-29, until a reopen's recovery decides.
 		require.Equal(t, int64(30), l.LogEndOffset())
 
-		// Every later write fails, without another fsync, until the log is reopened.
-		syncs, writes := ffs.counts()
-		ctx := context.Background()
+		// Every later write fails, without another write or fsync, until the log is reopened.
+		n := len(ffs.Ops())
 		err = l.Append(ctx, workloadRecord(30))
 		require.ErrorIs(t, err, ErrSync)
 		require.ErrorIs(t, err, syscall.EIO)
@@ -40,73 +81,290 @@ func TestSyncFailure(t *testing.T) {
 		require.ErrorIs(t, err, ErrSync)
 		require.ErrorIs(t, l.TruncateTo(10), ErrSync)
 		require.ErrorIs(t, l.Sync(), ErrSync)
-		s2, w2 := ffs.counts()
-		require.Equal(t, syncs, s2, "no fsync is retried")
-		require.Equal(t, writes, w2, "nothing is written")
+		_, err = l.ApplyRetention(testEpoch)
+		require.ErrorIs(t, err, ErrSync)
+		require.Empty(t, writesSince(ffs, n), "nothing is written or synced")
 		require.Equal(t, int64(30), l.LogEndOffset())
 
 		// Reads still work.
 		got := readAllRecords(t, l)
-		requireSameRecords(t, want, got[:20])
+		requireSameRecords(t, append(slices.Clone(want), failed...), got)
 		off, err := l.OffsetForTime(want[5].Timestamp.UnixMilli())
 		require.NoError(t, err)
 		require.Equal(t, int64(5), off)
 
-		// Close does not record a clean shutdown: the reopen recovers by scanning.
+		// A power loss now: the failed batch's bytes never reached the disk, so the log ends at
+		// the last durable batch whatever happened to the unsynced bytes; a killed process
+		// leaves the page cache, which holds the batch whole.
+		for _, mode := range append(slices.Clone(powerLossModes), faultfs.ProcessKill) {
+			img := crashImage(t, ffs, mode)
+			crashed := openTestLog(t, img, dir, baseConfig())
+			expect := want
+			if mode == faultfs.ProcessKill {
+				expect = append(slices.Clone(want), failed...)
+			}
+			require.Equal(t, int64(len(expect)), crashed.LogEndOffset(), "%s", mode)
+			requireSameRecords(t, expect, readAllRecords(t, crashed))
+			require.NoError(t, crashed.Close())
+		}
+
+		// Close does not record a clean shutdown: the reopen recovers by scanning, and finds
+		// the failed batch whole in the page cache.
 		require.NoError(t, l.Close())
-		require.False(t, readTestState(t, fsy, dir).clean)
+		require.False(t, readTestState(t, ffs, dir).clean)
 		l = openTestLog(t, ffs, dir, baseConfig())
 		require.Equal(t, int64(30), l.LogEndOffset())
+		// A power loss after the reopen: the log ends at the last durable batch or holds the
+		// failed one whole, never half of it.
+		for _, mode := range powerLossModes {
+			crashed := openTestLog(t, crashImage(t, ffs, mode), dir, baseConfig())
+			switch crashed.LogEndOffset() {
+			case 20:
+				requireSameRecords(t, want, readAllRecords(t, crashed))
+			case 30:
+				requireSameRecords(t, append(slices.Clone(want), failed...), readAllRecords(t, crashed))
+			default:
+				t.Fatalf("%s: log end offset %d after a power loss, want 20 or 30", mode, crashed.LogEndOffset())
+			}
+			require.NoError(t, crashed.Close())
+		}
 		more := workloadRecords(30, 1)
 		require.NoError(t, l.Append(ctx, more...))
 		require.Equal(t, int64(30), more[0].Offset)
-		requireSameRecords(t, append(append(want, withOffsets(workloadRecords(20, 10), 20)...), withOffsets(more, 30)...),
+		requireSameRecords(t, append(append(slices.Clone(want), failed...), withOffsets(more, 30)...),
 			readAllRecords(t, l))
 	})
 }
 
-func TestNoSpaceMidWrite(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
-		ffs := newFaultyFS(fsy)
-		dir := t.TempDir()
-		log0 := segPath(dir, 0, logSuffix)
-		l := openTestLog(t, ffs, dir, baseConfig())
-		want := appendBatches(t, l, 2, 10)
-		size := fsFileSize(t, fsy, log0)
-		ctx := context.Background()
+func TestSyncFailureReopenPowerLoss(t *testing.T) {
+	// Known defect (fsyncgate): after a failed fsync Linux marks the batch's pages clean without
+	// writing them, but keeps them in the page cache. A reopen in the same system reads the
+	// batch back whole from the cache, recovery keeps it, and appends after it; their fsync
+	// succeeds without writing the dropped pages. After a power loss the failed batch's bytes
+	// are zeros (or old bytes) on disk, recovery cuts the log there, and the appends made and
+	// acknowledged after the reopen are lost with it. Recovery after an unclean shutdown must
+	// make the tail it keeps durable for real (write the scanned bytes past the recovery point
+	// again, then fsync) before it appends after them. Remove the Skip once it does.
+	t.Skip("known defect: acknowledged appends after a reopen that followed a failed fsync are lost by a power loss (recovery trusts page-cache bytes a failed fsync dropped)")
+	dir := "/d"
+	ffs := newFaultFS(t, fsys.NewMemory(), dir)
+	l := openTestLog(t, ffs, dir, baseConfig())
+	want := appendBatches(t, l, 2, 10)
+	ffs.Inject(faultfs.Once(faultfs.Is(faultfs.Sync, logSuffix), faultfs.Fault{Err: syscall.EIO}))
+	require.ErrorIs(t, l.Append(context.Background(), workloadRecords(20, 10)...), ErrSync)
+	require.NoError(t, l.Close())
 
-		// Records appended by the log, then a producer's batch: each write puts 37 bytes in the
-		// file and fails with ENOSPC.
-		for _, attempt := range []func() error{
-			func() error { return l.Append(ctx, workloadRecords(20, 10)...) },
-			func() error {
-				_, _, err := l.AppendAsLeader(ctx, encodeBatch(t, 0, workloadRecords(20, 10)))
-				return err
-			},
-			func() error {
-				_, err := l.AppendAsFollower(ctx, encodeBatch(t, 20, workloadRecords(20, 10)))
-				return err
-			},
-		} {
-			ffs.arm(0, 1)
-			err := attempt()
-			require.ErrorIs(t, err, ErrNoSpace)
-			require.ErrorIs(t, err, syscall.ENOSPC)
-			require.Equal(t, int64(20), l.LogEndOffset())
-			require.Equal(t, size, fsFileSize(t, fsy, log0), "the partial write is cut off")
-			require.Equal(t, size, l.Size())
-			requireSameRecords(t, want, readAllRecords(t, l))
+	l = openTestLog(t, ffs, dir, baseConfig())
+	require.Equal(t, int64(30), l.LogEndOffset())
+	more := workloadRecords(30, 5)
+	require.NoError(t, l.Append(context.Background(), more...))
+	want = append(append(want, withOffsets(workloadRecords(20, 10), 20)...), withOffsets(more, 30)...)
+	for _, mode := range powerLossModes {
+		crashed := openTestLog(t, crashImage(t, ffs, mode), dir, baseConfig())
+		require.Equal(t, int64(35), crashed.LogEndOffset(), "%s: offsets 30-34 were acknowledged", mode)
+		requireSameRecords(t, want, readAllRecords(t, crashed))
+		require.NoError(t, crashed.Close())
+	}
+}
+
+// noSpaceBatchSize is the size of the batch the no-space tests append, and noSpaceWritten the
+// bytes of it that reach the file before the disk is full.
+const (
+	noSpaceBatchSize = 200
+	noSpaceWritten   = 37
+)
+
+// noSpaceRecord returns record i of a batch that encodes to exactly noSpaceBatchSize bytes on
+// its own.
+func noSpaceRecord(t *testing.T, i int) *Record {
+	t.Helper()
+	for n := range noSpaceBatchSize {
+		r := &Record{Key: fmt.Appendf(nil, "k%06d", i), Value: bytes.Repeat([]byte{byte('a' + i%26)}, n),
+			Timestamp: testEpoch.Add(time.Duration(i) * time.Millisecond)}
+		if len(encodeBatch(t, 0, []*Record{r})) == noSpaceBatchSize {
+			return r
 		}
+	}
+	t.Fatalf("no record encodes to a %d-byte batch", noSpaceBatchSize)
+	return nil
+}
 
-		// Space is back: the next append goes at the same offset.
-		recs := workloadRecords(20, 10)
-		require.NoError(t, l.Append(ctx, recs...))
-		require.Equal(t, int64(20), recs[0].Offset)
-		want = append(want, withOffsets(workloadRecords(20, 10), 20)...)
+// logMemState is the in-memory state of a log that a failed write must leave as it was.
+type logMemState struct {
+	leo, size, segments                             int64
+	activeSize, next, maxTs, offMaxTs, rollTs, base int64
+	sinceIndex                                      int
+	offsetEntries                                   [][2]int64
+	timeEntries                                     [][2]int64
+}
+
+func memState(l *Log) logMemState {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	s := l.active()
+	st := logMemState{segments: int64(len(l.segments)), activeSize: s.size.Load(), next: s.nextOffset,
+		maxTs: s.maxTimestamp, offMaxTs: s.offsetOfMaxTimestamp, rollTs: s.rollTimestamp,
+		base: s.baseOffset, sinceIndex: s.bytesSinceIndex}
+	for i := range s.offsetIdx.Entries() {
+		o, p := s.offsetIdx.Entry(i)
+		st.offsetEntries = append(st.offsetEntries, [2]int64{o, p})
+	}
+	for i := range s.timeIdx.Entries() {
+		ts, o := s.timeIdx.Entry(i)
+		st.timeEntries = append(st.timeEntries, [2]int64{ts, o})
+	}
+	st.leo = s.nextOffset
+	for _, seg := range l.segments {
+		st.size += seg.size.Load()
+	}
+	return st
+}
+
+func TestNoSpaceMidWrite(t *testing.T) {
+	// Each way of appending, on a segment with room and on one that rolls first; the disk
+	// fills after 37 bytes of the 200-byte batch, once, then has space again.
+	appendKinds := []struct {
+		name string
+		do   func(t *testing.T, l *Log, recs []*Record) error
+	}{
+		{"Append", func(t *testing.T, l *Log, recs []*Record) error { return l.Append(context.Background(), recs...) }},
+		{"AppendAsLeader", func(t *testing.T, l *Log, recs []*Record) error {
+			_, _, err := l.AppendAsLeader(context.Background(), encodeBatch(t, 0, recs))
+			return err
+		}},
+		{"AppendAsFollower", func(t *testing.T, l *Log, recs []*Record) error {
+			_, err := l.AppendAsFollower(context.Background(), encodeBatch(t, l.LogEndOffset(), recs))
+			return err
+		}},
+	}
+	for _, kind := range appendKinds {
+		for _, roll := range []bool{false, true} {
+			name := kind.name
+			if roll {
+				name += "/at a roll"
+			}
+			t.Run(name, func(t *testing.T) {
+				forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+					dir := t.TempDir()
+					ffs := newFaultFS(t, fsy, dir)
+					cfg := baseConfig()
+					cfg.IndexIntervalBytes = 300 // index entries come and go with the batches
+					if roll {
+						cfg.SegmentBytes = 5 * noSpaceBatchSize
+					}
+					l := openTestLog(t, ffs, dir, cfg)
+					var want []*Record
+					for i := range 5 {
+						r := noSpaceRecord(t, i)
+						require.NoError(t, kind.do(t, l, []*Record{r}))
+						want = append(want, withOffsets([]*Record{noSpaceRecord(t, i)}, int64(i))...)
+					}
+					require.Equal(t, int64(5), l.LogEndOffset())
+					require.Equal(t, int64(5*noSpaceBatchSize), l.Size())
+					before := memState(l)
+					require.Equal(t, int64(1), before.segments)
+					log0 := segPath(dir, 0, logSuffix)
+					fileSize := fsFileSize(t, fsy, log0)
+
+					ffs.Inject(faultfs.Once(faultfs.Is(faultfs.Write, logSuffix),
+						faultfs.Fault{Err: syscall.ENOSPC, Written: noSpaceWritten}))
+					n := len(ffs.Ops())
+					err := kind.do(t, l, []*Record{noSpaceRecord(t, 5)})
+					require.ErrorIs(t, err, ErrNoSpace)
+					require.ErrorIs(t, err, syscall.ENOSPC)
+					require.NotErrorIs(t, err, ErrSync)
+
+					// The write that failed was the whole batch; what it left is cut off.
+					var failedWrite *faultfs.Op
+					for _, op := range ffs.Ops()[n:] {
+						if op.Kind == faultfs.Write && op.Injected {
+							failedWrite = &op
+						}
+					}
+					require.NotNil(t, failedWrite)
+					require.Equal(t, noSpaceBatchSize, failedWrite.Len)
+					after := memState(l)
+					if roll {
+						// The roll before the write sealed segment 0 and began an empty one at 5.
+						require.Equal(t, segPath(dir, 5, logSuffix), failedWrite.Path)
+						require.Equal(t, int64(0), fsFileSize(t, fsy, segPath(dir, 5, logSuffix)))
+						require.Equal(t, logMemState{leo: 5, size: before.size, segments: 2, next: 5, base: 5,
+							maxTs: -1, offMaxTs: -1, rollTs: -1}, after)
+					} else {
+						require.Equal(t, log0, failedWrite.Path)
+						require.Equal(t, before, after, "the in-memory state is as before the call")
+					}
+					require.Equal(t, fileSize, fsFileSize(t, fsy, log0))
+					requireSameRecords(t, want, readAllRecords(t, l))
+					requireIndexesWithin(t, l)
+
+					// Space is back: the next appends go at the same offset.
+					for i := 5; i < 8; i++ {
+						require.NoError(t, kind.do(t, l, []*Record{noSpaceRecord(t, i)}))
+						want = append(want, withOffsets([]*Record{noSpaceRecord(t, i)}, int64(i))...)
+					}
+					requireSameRecords(t, want, readAllRecords(t, l))
+
+					// A power loss keeps every acknowledged record, and no ErrCorrupt lies
+					// between them.
+					for _, mode := range powerLossModes {
+						crashed := openTestLog(t, crashImage(t, ffs, mode), dir, cfg)
+						require.Equal(t, int64(8), crashed.LogEndOffset(), "%s", mode)
+						requireSameRecords(t, want, readAllRecords(t, crashed))
+						require.NoError(t, crashed.Close())
+					}
+					require.NoError(t, l.Close())
+					l = openTestLog(t, ffs, dir, cfg)
+					require.Equal(t, int64(8), l.LogEndOffset())
+					requireSameRecords(t, want, readAllRecords(t, l))
+				})
+			})
+		}
+	}
+}
+
+func TestNoSpaceCleanupFails(t *testing.T) {
+	// The disk fills mid-write and the truncation that would cut the partial batch off fails
+	// too: the file's end is unknown, so the log refuses writes until reopened, and the reopen
+	// cuts the partial batch as a torn tail.
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		dir := t.TempDir()
+		ffs := newFaultFS(t, fsy, dir)
+		l := openTestLog(t, ffs, dir, baseConfig())
+		var want []*Record
+		for i := range 3 {
+			require.NoError(t, l.Append(context.Background(), noSpaceRecord(t, i)))
+			want = append(want, withOffsets([]*Record{noSpaceRecord(t, i)}, int64(i))...)
+		}
+		fault := map[faultfs.Kind]faultfs.Fault{
+			faultfs.Write:    {Err: syscall.ENOSPC, Written: noSpaceWritten},
+			faultfs.Truncate: {Err: syscall.EIO},
+		}
+		ffs.Inject(func(op faultfs.Op) *faultfs.Fault {
+			if f, ok := fault[op.Kind]; ok && strings.HasSuffix(op.Path, logSuffix) {
+				delete(fault, op.Kind)
+				return &f
+			}
+			return nil
+		})
+		err := l.Append(context.Background(), noSpaceRecord(t, 3))
+		require.ErrorIs(t, err, ErrNoSpace)
+		require.Empty(t, fault, "both faults were injected")
+		log0 := segPath(dir, 0, logSuffix)
+		require.Equal(t, int64(3*noSpaceBatchSize+noSpaceWritten), fsFileSize(t, fsy, log0))
+
+		err = l.Append(context.Background(), noSpaceRecord(t, 3))
+		require.ErrorIs(t, err, ErrSync)
+		require.ErrorIs(t, err, syscall.EIO)
+		require.Equal(t, int64(3), l.LogEndOffset())
+		requireSameRecords(t, want, readAllRecords(t, l))
 		require.NoError(t, l.Close())
 
 		l = openTestLog(t, ffs, dir, baseConfig())
-		require.Equal(t, int64(30), l.LogEndOffset())
+		require.Equal(t, int64(3), l.LogEndOffset())
+		require.Equal(t, int64(3*noSpaceBatchSize), fsFileSize(t, fsy, log0))
+		require.NoError(t, l.Append(context.Background(), noSpaceRecord(t, 3)))
+		want = append(want, withOffsets([]*Record{noSpaceRecord(t, 3)}, 3)...)
 		requireSameRecords(t, want, readAllRecords(t, l))
 	})
 }

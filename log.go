@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
@@ -56,6 +58,14 @@ type Log struct {
 	gcSyncing bool
 	gcDurable uint64
 
+	// epochs is the leader-epoch cache, and leaderEpoch the epoch this log stamps on the batches
+	// it assigns offsets to; both change under appendMu and mu together, so either guards a read.
+	epochs      epochCache
+	leaderEpoch int32
+	// highWatermark is the partition's high watermark as last told by its Partition, saved in the
+	// state checkpoint; -1 for a log that no replication uses (see Partition).
+	highWatermark atomic.Int64
+
 	// retireMu guards retired: segments removed from the log whose files wait for their readers
 	// and their delete delay before they are deleted.
 	retireMu sync.Mutex
@@ -90,7 +100,7 @@ func openLog(dir string, cfg LogConfig, o options, lock bool) (l *Log, err error
 	}
 	l = &Log{dir: dir, cfg: cfg, fs: o.fs, logger: o.logger.With("log", dir), now: o.now}
 	l.gcCond.L = &l.gcMu
-	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
+	if err := fsys.MkdirAllDurable(l.fs, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("commitlog: open %s: %w", dir, err)
 	}
 	if lock {
@@ -115,9 +125,27 @@ func openLog(dir string, cfg LogConfig, o options, lock bool) (l *Log, err error
 			l = nil
 		}
 	}()
+	// What the last run left, read before load rewrites it: where epochs may be missing from
+	// the epoch checkpoint, and the high watermark.
+	st, haveState := l.readState()
+	l.highWatermark.Store(-1)
+	if haveState && st.replicated {
+		l.highWatermark.Store(st.highWatermark)
+	}
 	if err := l.load(); err != nil {
 		return nil, err
 	}
+	epochsFrom := l.active().baseOffset // a Kafka broker's folder: its file covers its flushed segments
+	if haveState {
+		epochsFrom = st.recoveryPoint
+		if st.clean {
+			epochsFrom = math.MaxInt64
+		}
+	}
+	if err := l.loadEpochs(epochsFrom); err != nil {
+		return nil, err
+	}
+	l.leaderEpoch = max(l.latestEpoch(), 0)
 	l.startFlusher()
 	return l, nil
 }

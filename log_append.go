@@ -30,11 +30,21 @@ type pendingWrite struct {
 // fsync, ErrNoSpace when the disk is full (nothing of the call stays in the log), and ctx's
 // error if ctx is done before the write starts.
 func (l *Log) Append(ctx context.Context, recs ...*Record) error {
-	if err := ctx.Err(); err != nil {
+	seq, err := l.appendRecords(ctx, recs)
+	if err != nil {
 		return err
 	}
+	return l.awaitDurable(seq)
+}
+
+// appendRecords is Append up to the write: it returns the write's sequence number for
+// awaitDurable (0 when recs is empty).
+func (l *Log) appendRecords(ctx context.Context, recs []*Record) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
 	if len(recs) == 0 {
-		return nil
+		return 0, nil
 	}
 	now := l.now()
 	latest := l.latestTimestamp(now)
@@ -42,23 +52,23 @@ func (l *Log) Append(ctx context.Context, recs ...*Record) error {
 		if r.Timestamp.IsZero() || l.cfg.TimestampType == LogAppendTime {
 			r.Timestamp = now
 		} else if ts := r.Timestamp.UnixMilli(); ts > latest {
-			return fmt.Errorf("record %d: %w", i, l.timestampError(ts, now))
+			return 0, fmt.Errorf("record %d: %w", i, l.timestampError(ts, now))
 		}
 	}
 	enc := l.getEncoder()
 	defer l.builders.Put(enc)
 	w, err := enc.encode(recs, &l.cfg)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	seq, first, err := l.write(w, true)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for i, r := range recs {
 		r.Offset = first + int64(i)
 	}
-	return l.awaitDurable(seq)
+	return seq, nil
 }
 
 // AppendAsLeader appends batches handed over as RecordBatch v2 bytes, back to back (a producer's
@@ -73,16 +83,26 @@ func (l *Log) Append(ctx context.Context, recs ...*Record) error {
 // batch's MaxTimestamp is more than TimestampAfterMax ahead; nothing is written then. Other
 // errors as for Append.
 func (l *Log) AppendAsLeader(ctx context.Context, batches []byte) (firstOffset, lastOffset int64, err error) {
-	if err := ctx.Err(); err != nil {
-		return 0, 0, err
-	}
-	w, err := l.validateRaw(batches, true)
+	seq, first, last, err := l.appendRawLeader(ctx, batches)
 	if err != nil {
 		return 0, 0, err
 	}
+	return first, last, l.awaitDurable(seq)
+}
+
+// appendRawLeader is AppendAsLeader up to the write: it returns the write's sequence number for
+// awaitDurable and the offsets assigned.
+func (l *Log) appendRawLeader(ctx context.Context, batches []byte) (seq uint64, firstOffset, lastOffset int64, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, 0, 0, err
+	}
+	w, err := l.validateRaw(batches, true)
+	if err != nil {
+		return 0, 0, 0, err
+	}
 	if l.cfg.TimestampType == CreateTime {
 		if now := l.now(); w.maxTimestamp > l.latestTimestamp(now) {
-			return 0, 0, l.timestampError(w.maxTimestamp, now)
+			return 0, 0, 0, l.timestampError(w.maxTimestamp, now)
 		}
 	}
 	if l.cfg.TimestampType == LogAppendTime {
@@ -97,9 +117,9 @@ func (l *Log) AppendAsLeader(ctx context.Context, batches []byte) (firstOffset, 
 	}
 	seq, first, err := l.write(w, true)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	return first, first + (w.lastOffset - w.firstOffset), l.awaitDurable(seq)
+	return seq, first, first + (w.lastOffset - w.firstOffset), nil
 }
 
 // AppendAsFollower appends batches that already carry their offsets (a follower copying its
@@ -206,12 +226,15 @@ func (l *Log) write(w *pendingWrite, assign bool) (seq uint64, firstOffset int64
 	seg := l.active()
 	leo := seg.nextOffset
 	if assign {
+		// A leader's batches carry its epoch, in the header field Kafka reserves for it (not
+		// covered by the CRC), so that followers can find where their logs diverge.
 		shift := leo - w.firstOffset
 		for i := range w.batches {
 			b := &w.batches[i]
 			b.baseOffset += shift
 			b.lastOffset += shift
 			recordbatch.SetBaseOffset(w.data[b.position:], b.baseOffset)
+			recordbatch.SetPartitionLeaderEpoch(w.data[b.position:], l.leaderEpoch)
 		}
 		w.firstOffset, w.lastOffset = leo, w.lastOffset+shift
 	} else if w.firstOffset < leo {
@@ -238,7 +261,9 @@ func (l *Log) write(w *pendingWrite, assign bool) (seq uint64, firstOffset int64
 
 	l.mu.Lock()
 	var ierr error
+	newEpoch := false
 	for _, b := range w.batches {
+		newEpoch = l.epochs.assign(recordbatch.PartitionLeaderEpochOf(w.data[b.position:]), b.baseOffset) || newEpoch
 		b.position += pos
 		if ierr = seg.indexBatch(b); ierr != nil {
 			break
@@ -252,6 +277,13 @@ func (l *Log) write(w *pendingWrite, assign bool) (seq uint64, firstOffset int64
 	l.mu.Unlock()
 	if ierr != nil {
 		return 0, 0, l.fail(fmt.Errorf("index %s: %w", seg.path(logSuffix), ierr))
+	}
+	if newEpoch {
+		// Once per leader epoch: the first batch of an epoch is not acknowledged before the
+		// epoch's start is on disk, so a restarted follower can always find it.
+		if err := l.writeEpochs(); err != nil {
+			return 0, 0, l.fail(err)
+		}
 	}
 	return seq, w.firstOffset, nil
 }

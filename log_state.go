@@ -15,26 +15,46 @@ import (
 const stateFileName = "commitlog-state"
 
 // logState is what a log checkpoints about itself: where it starts, up to where its data is known
-// to be on disk, and whether it was closed cleanly (then nothing needs scanning on open).
+// to be on disk, whether it was closed cleanly (then nothing needs scanning on open), and the
+// partition's high watermark when replication uses it (Kafka keeps that in the log directory's
+// replication-offset-checkpoint). The high-watermark line is written only for a replicated
+// partition; a state file without it (every file written before replication existed) reads as
+// not replicated.
 type logState struct {
 	logStartOffset int64
 	recoveryPoint  int64
 	clean          bool
+	replicated     bool  // highWatermark is set
+	highWatermark  int64 // when replicated
 }
+
+const logStateFormat = "log-start-offset %d\nrecovery-point %d\nclean-shutdown %d\n"
 
 func (st logState) encode() []byte {
 	c := 0
 	if st.clean {
 		c = 1
 	}
-	return fmt.Appendf(nil, "log-start-offset %d\nrecovery-point %d\nclean-shutdown %d\n", st.logStartOffset, st.recoveryPoint, c)
+	b := fmt.Appendf(nil, logStateFormat, st.logStartOffset, st.recoveryPoint, c)
+	if st.replicated {
+		b = fmt.Appendf(b, "high-watermark %d\n", st.highWatermark)
+	}
+	return b
 }
 
 func decodeLogState(b []byte) (logState, error) {
 	var st logState
 	var c int
-	_, err := fmt.Fscanf(bytes.NewReader(b), "log-start-offset %d\nrecovery-point %d\nclean-shutdown %d\n", &st.logStartOffset, &st.recoveryPoint, &c)
-	if err != nil || st.logStartOffset < 0 || st.recoveryPoint < 0 || (c != 0 && c != 1) {
+	r := bytes.NewReader(b)
+	_, err := fmt.Fscanf(r, logStateFormat, &st.logStartOffset, &st.recoveryPoint, &c)
+	if err == nil && r.Len() > 0 {
+		st.replicated = true
+		_, err = fmt.Fscanf(r, "high-watermark %d\n", &st.highWatermark)
+		if err == nil && r.Len() > 0 {
+			err = fmt.Errorf("%d bytes after the last line", r.Len())
+		}
+	}
+	if err != nil || st.logStartOffset < 0 || st.recoveryPoint < 0 || (c != 0 && c != 1) || st.highWatermark < 0 {
 		return logState{}, fmt.Errorf("%w: malformed log state %q", checkpoint.ErrCorrupt, b)
 	}
 	st.clean = c == 1
@@ -61,6 +81,24 @@ func (l *Log) readState() (logState, bool) {
 }
 
 // writeState checkpoints st atomically (temp file, fsync, rename, directory fsync).
+// The high watermark is the one last set, whatever st says.
 func (l *Log) writeState(st logState) error {
+	hw := l.highWatermark.Load()
+	st.replicated, st.highWatermark = hw >= 0, max(hw, 0)
 	return checkpoint.Write(l.fs, filepath.Join(l.dir, stateFileName), st.encode())
+}
+
+// saveState checkpoints the log's current state (not clean: the log is open), after a change
+// that must survive a crash, such as the partition's high watermark starting or stopping to be
+// kept.
+func (l *Log) saveState() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	l.mu.RLock()
+	st := logState{logStartOffset: l.logStartOffset, recoveryPoint: l.recoveryPoint}
+	l.mu.RUnlock()
+	return l.writeState(st)
 }

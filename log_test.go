@@ -146,7 +146,7 @@ func requireKmsgBatch(t *testing.T, batch []byte, codec Compression, recs []*Rec
 	}
 	require.Equal(t, recs[0].Offset, kb.FirstOffset)
 	require.Equal(t, int32(len(batch)-12), kb.Length)
-	require.Equal(t, int32(-1), kb.PartitionLeaderEpoch)
+	require.Equal(t, int32(0), kb.PartitionLeaderEpoch, "a log on its own leads epoch 0")
 	require.Equal(t, int8(2), kb.Magic)
 	require.Equal(t, crc32.Checksum(batch[21:], crc32.MakeTable(crc32.Castagnoli)), uint32(kb.CRC))
 	require.Equal(t, attrs, kb.Attributes)

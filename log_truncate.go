@@ -37,6 +37,13 @@ func (l *Log) TruncateTo(offset int64) error {
 		return fmt.Errorf("%w: truncate to %d below the log start offset %d", ErrOffsetOutOfRange, offset, start)
 	}
 	keep := l.segments[i]
+	// A sealed keep's files may be closed for idleness: held, they stay open until truncation
+	// makes it the active segment, which stays open.
+	acquire(keep)
+	defer l.release(keep)
+	if err := l.openForRead(keep); err != nil {
+		return err
+	}
 	cut, err := keep.positionOf(offset)
 	if err != nil {
 		return err
@@ -69,7 +76,61 @@ func (l *Log) TruncateTo(offset int64) error {
 	if err := l.writeState(st); err != nil {
 		l.logger.Warn("recovery point checkpoint failed; the next recovery scans more", "err", err)
 	}
+	if err := l.trimEpochs(start, keep.nextOffset); err != nil {
+		return l.fail(err)
+	}
+	if hw := l.highWatermark.Load(); hw > keep.nextOffset {
+		l.highWatermark.Store(keep.nextOffset)
+	}
 	l.logger.Info("truncated", "offset", offset, "log_end_offset", keep.nextOffset)
+	return nil
+}
+
+// truncateFullyAndStartAt deletes every segment and starts the log over, empty, at offset: its
+// log start offset and log end offset become offset. A follower does this (Kafka's
+// truncateFullyAndStartAt) when its leader's log starts past everything it holds, since
+// retention removed the offsets it would fetch next. ErrClosed after Close.
+func (l *Log) truncateFullyAndStartAt(offset int64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if offset < l.LogEndOffset() {
+		return fmt.Errorf("%w: start over at %d below the log end offset %d", ErrOffsetOutOfRange, offset, l.LogEndOffset())
+	}
+	// The new start goes to disk first: a crash from here on reopens a log that starts at offset
+	// and finishes deleting the segments below it.
+	l.mu.RLock()
+	st := logState{logStartOffset: offset, recoveryPoint: offset}
+	l.mu.RUnlock()
+	if err := l.writeState(st); err != nil {
+		return l.fail(fmt.Errorf("checkpoint log start offset %d: %w", offset, err))
+	}
+	seg, err := createSegment(l.fs, l.dir, offset, &l.cfg)
+	if err != nil {
+		return l.fail(fmt.Errorf("create segment %d: %w", offset, err))
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		seg.remove()
+		return l.fail(fmt.Errorf("sync directory %s: %w", l.dir, err))
+	}
+	l.mu.Lock()
+	drop := l.segments
+	l.segments = []*segment{seg}
+	l.logStartOffset, l.recoveryPoint = offset, offset
+	l.durableSeq = l.appendSeq
+	l.mu.Unlock()
+	if err := l.retire(drop); err != nil {
+		return l.fail(fmt.Errorf("remove segments below %d: %w", offset, err))
+	}
+	if err := l.trimEpochs(offset, offset); err != nil {
+		return l.fail(err)
+	}
+	l.highWatermark.Store(min(l.highWatermark.Load(), offset))
+	l.logger.Info("log started over", "log_start_offset", offset)
 	return nil
 }
 

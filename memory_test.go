@@ -321,7 +321,7 @@ func TestFileAndMemoryStoresStoreTheSameBytes(t *testing.T) {
 				require.NoError(t, tp.Append(ctx, recs...))
 			}
 			p1 := stMust(tp.Partition(1))
-			first, last, err := p1.AppendAsLeader(ctx, encodeBatch(t, 0, workloadRecords(500, 4)))
+			first, last, err := p1.AppendAsLeader(ctx, AcksAll, encodeBatch(t, 0, workloadRecords(500, 4)))
 			require.NoError(t, err)
 			require.Equal(t, 3, int(last-first))
 			next := p1.LogEndOffset() + 10

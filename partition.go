@@ -2,16 +2,57 @@ package commitlog
 
 import (
 	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// Partition is one partition of a topic: its log, and (with replication, later) its role and
-// high watermark. Without replication the high watermark is the log end offset. A Partition is
-// safe for concurrent use.
+// Partition is one partition of a topic: its log, its replication role (see replication.go) and
+// its high watermark, the offset below which records are readable. A partition that is not
+// replicated is its own leader with no followers, and its high watermark is its log end offset.
+// A Partition is safe for concurrent use.
 type Partition struct {
 	topic *Topic
 	id    int32
 	log   *Log
+
+	// replicated is set while the partition has followers or is one; hw is then the high
+	// watermark, else the log end offset is.
+	replicated atomic.Bool
+	hw         atomic.Int64
+
+	// roleMu is held shared by every write of the log under a role (appends as leader, a
+	// follower's copy of its leader's batches) and exclusively by role changes, so that no write
+	// of the old role lands after a change.
+	roleMu sync.RWMutex
+
+	// mu guards the replication state below.
+	mu         sync.Mutex
+	follower   bool
+	epoch      int32
+	epochStart int64 // the log end offset when this leader's epoch began
+	lagTimeMax time.Duration
+	replicas   []*replicaState
+	// changed is closed, and cleared, at every change of the log end offset, high watermark or
+	// role, waking AcksAll appends and waiting fetches; nil while nobody waits.
+	changed   chan struct{}
+	closed    bool
+	stopCheck chan struct{} // stops the ISR check of a leader with followers
+}
+
+// newPartition wraps partition id's log. A log whose state holds a high watermark was replicated
+// when it last ran: it opens as a follower of no leader yet, readable up to that high watermark,
+// and takes no appends until BecomeLeader or BecomeFollower says its role (a restarted Kafka
+// broker waits for the controller likewise). Any other log opens as a leader on its own.
+func newPartition(t *Topic, id int32, l *Log) *Partition {
+	p := &Partition{topic: t, id: id, log: l, epoch: max(l.latestEpoch(), 0)}
+	if hw := l.highWatermark.Load(); hw >= 0 {
+		p.replicated.Store(true)
+		p.follower = true
+		p.hw.Store(min(hw, l.LogEndOffset()))
+	}
+	return p
 }
 
 // Topic returns the name of the partition's topic.
@@ -21,53 +62,149 @@ func (p *Partition) Topic() string { return p.topic.name }
 func (p *Partition) ID() int32 { return p.id }
 
 // Append appends recs to this partition as one batch (several when they exceed
-// max.message.bytes), whatever their keys, and sets their Topic, Partition, Offset and
-// Timestamp as Log.Append does. Errors as for Log.Append.
+// max.message.bytes), whatever their keys, with AcksAll; see AppendAcks.
 func (p *Partition) Append(ctx context.Context, recs ...*Record) error {
+	return p.AppendAcks(ctx, AcksAll, recs...)
+}
+
+// AppendAcks appends recs as Append does and returns when acks says: AcksNone once they are in
+// the log, AcksLeader once the log holds them durably (its sync policy), AcksAll once the high
+// watermark has passed them too. It sets their Topic, Partition, Offset and Timestamp as
+// Log.Append does.
+//
+// ErrNotLeader on a follower; with AcksAll, ErrNotEnoughReplicas, nothing written, when fewer
+// replicas than MinInsyncReplicas are in sync. An AcksAll append whose records were written
+// returns ctx's error if ctx is done before the high watermark passes them, and ErrNotLeader if
+// the partition stops leading first: the records stay in the log, unacknowledged, and a new
+// leader may or may not have them. Other errors as for Log.Append.
+func (p *Partition) AppendAcks(ctx context.Context, acks Acks, recs ...*Record) error {
 	for _, r := range recs {
 		r.Topic, r.Partition = p.topic.name, p.id
 	}
-	err := p.log.Append(ctx, recs...)
-	p.topic.broadcast()
+	var next int64
+	err := p.appendAsLeader(ctx, acks, func() (uint64, error) {
+		seq, err := p.log.appendRecords(ctx, recs)
+		if err == nil && len(recs) > 0 {
+			next = recs[len(recs)-1].Offset + 1
+		}
+		return seq, err
+	})
+	if err != nil || next == 0 {
+		return err
+	}
+	return p.awaitAcks(ctx, acks, next)
+}
+
+// AppendAsLeader appends a producer's RecordBatch v2 bytes, assigning offsets and stamping the
+// leader epoch (see Log.AppendAsLeader), and returns when acks says (see AppendAcks), as Kafka's
+// broker answers a produce request. Errors as for AppendAcks and Log.AppendAsLeader.
+func (p *Partition) AppendAsLeader(ctx context.Context, acks Acks, batches []byte) (firstOffset, lastOffset int64, err error) {
+	var first, last int64
+	err = p.appendAsLeader(ctx, acks, func() (uint64, error) {
+		seq, f, l, err := p.log.appendRawLeader(ctx, batches)
+		first, last = f, l
+		return seq, err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	return first, last, p.awaitAcks(ctx, acks, last+1)
+}
+
+// appendAsLeader checks the role (and, for AcksAll, the in-sync replicas), runs write under the
+// role, waits for the write to be durable unless acks is AcksNone, and moves the high watermark.
+func (p *Partition) appendAsLeader(ctx context.Context, acks Acks, write func() (uint64, error)) error {
+	p.roleMu.RLock()
+	if err := p.checkLeader(acks); err != nil {
+		p.roleMu.RUnlock()
+		return err
+	}
+	seq, err := write()
+	if err == nil && acks != AcksNone && seq > 0 {
+		err = p.log.awaitDurable(seq)
+	}
+	p.roleMu.RUnlock()
+	p.appended()
 	return err
 }
 
-// AppendAsLeader appends a producer's RecordBatch v2 bytes, assigning offsets; see
-// Log.AppendAsLeader.
-func (p *Partition) AppendAsLeader(ctx context.Context, batches []byte) (firstOffset, lastOffset int64, err error) {
-	first, last, err := p.log.AppendAsLeader(ctx, batches)
-	p.topic.broadcast()
-	return first, last, err
+// awaitAcks waits, for AcksAll, until the high watermark reaches next.
+func (p *Partition) awaitAcks(ctx context.Context, acks Acks, next int64) error {
+	if acks != AcksAll {
+		return nil
+	}
+	return p.awaitHighWatermark(ctx, next)
 }
 
-// AppendAsFollower appends a leader's RecordBatch v2 bytes with their own offsets; see
+// AppendAsFollower appends a leader's RecordBatch v2 bytes with their own offsets and epochs
+// (see Log.AppendAsFollower): the raw API for a program that runs its own fetch loop instead of
+// Follow. A partition leading followers refuses it with ErrNotLeader (Kafka's
+// NOT_LEADER_OR_FOLLOWER): its log is the one the others copy. Errors as for
 // Log.AppendAsFollower.
 func (p *Partition) AppendAsFollower(ctx context.Context, batches []byte) (lastOffset int64, err error) {
+	p.roleMu.RLock()
+	p.mu.Lock()
+	leading, epoch := !p.follower && len(p.replicas) > 0, p.epoch
+	p.mu.Unlock()
+	if leading {
+		p.roleMu.RUnlock()
+		return 0, fmt.Errorf("%w: topic %s partition %d leads epoch %d; it copies no other log", ErrNotLeader, p.topic.name, p.id, epoch)
+	}
 	last, err := p.log.AppendAsFollower(ctx, batches)
-	p.topic.broadcast()
+	p.roleMu.RUnlock()
+	p.appended()
 	return last, err
 }
 
-// ReadBatches appends to dst the stored batches from offset on, up to maxBytes and below the
-// high watermark; see Log.ReadBatches.
+// ReadBatches appends to dst the stored batches from offset on, up to maxBytes, that lie wholly
+// below the high watermark; see Log.ReadBatches. Reading at or past the high watermark (up to
+// the log end offset) returns dst unchanged: those records are not committed yet. Errors as for
+// Log.ReadBatches.
 func (p *Partition) ReadBatches(dst []byte, offset int64, maxBytes int) ([]byte, error) {
-	return p.log.ReadBatches(dst, offset, maxBytes)
+	if !p.replicated.Load() {
+		return p.log.ReadBatches(dst, offset, maxBytes)
+	}
+	hw := p.hw.Load()
+	if offset >= hw {
+		if start, end := p.log.LogStartOffset(), p.log.LogEndOffset(); offset < start || offset > end {
+			return dst, fmt.Errorf("%w: offset %d, log %s holds [%d, %d)", ErrOffsetOutOfRange, offset, p.log.dir, start, end)
+		}
+		return dst, nil
+	}
+	n := len(dst)
+	out, err := p.log.ReadBatches(dst, offset, maxBytes)
+	if err != nil {
+		return out, err
+	}
+	cut := n
+	for _, h := range walkHeaders(out[n:]) {
+		if h.LastOffset() >= hw {
+			break
+		}
+		cut += h.Size()
+	}
+	return out[:cut], nil
 }
 
-// ReadRecords returns the records from offset on, below the high watermark; see
-// Log.ReadRecords. Their Topic and Partition are set.
+// ReadRecords returns the records from offset on, below the high watermark, decoded from the
+// batches ReadBatches returns; their Topic and Partition are set. Errors as for ReadBatches.
 func (p *Partition) ReadRecords(offset int64, maxBytes int) ([]*Record, error) {
-	recs, err := p.log.ReadRecords(offset, maxBytes)
+	b, err := p.ReadBatches(nil, offset, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := DecodeRecords(nil, b, offset, p.log.cfg.readDecompressLimit())
 	for _, r := range recs {
 		r.Topic, r.Partition = p.topic.name, p.id
 	}
 	return recs, err
 }
 
-// OffsetForTime returns the offset of the first record whose timestamp is >= t, or the log end
-// offset; see Log.OffsetForTime.
+// OffsetForTime returns the offset of the first record whose timestamp is >= t, or the high
+// watermark when there is none below it; see Log.OffsetForTime.
 func (p *Partition) OffsetForTime(t time.Time) (int64, error) {
-	return p.log.OffsetForTime(t.UnixMilli())
+	off, err := p.log.OffsetForTime(t.UnixMilli())
+	return min(off, p.HighWatermark()), err
 }
 
 // LogStartOffset returns the first offset the partition holds; see Log.LogStartOffset.
@@ -76,9 +213,16 @@ func (p *Partition) LogStartOffset() int64 { return p.log.LogStartOffset() }
 // LogEndOffset returns the offset the next record will get; see Log.LogEndOffset.
 func (p *Partition) LogEndOffset() int64 { return p.log.LogEndOffset() }
 
-// HighWatermark returns the offset below which records are readable: without replication, the
-// log end offset.
-func (p *Partition) HighWatermark() int64 { return p.log.LogEndOffset() }
+// HighWatermark returns the offset below which records are readable: for a partition with
+// followers, the smallest log end offset among the in-sync replicas, which only grows while it
+// leads; for a follower, its leader's high watermark as last fetched, within its own log; for a
+// partition on its own, the log end offset.
+func (p *Partition) HighWatermark() int64 {
+	if !p.replicated.Load() {
+		return p.log.LogEndOffset()
+	}
+	return p.hw.Load()
+}
 
 // Size returns the bytes of batches in the partition's segments.
 func (p *Partition) Size() int64 { return p.log.Size() }
@@ -86,9 +230,16 @@ func (p *Partition) Size() int64 { return p.log.Size() }
 // SegmentCount returns the number of segments.
 func (p *Partition) SegmentCount() int { return p.log.SegmentCount() }
 
-// TruncateTo removes the records at or after offset; see Log.TruncateTo.
+// TruncateTo removes the records at or after offset; see Log.TruncateTo. The high watermark
+// drops with the log end offset when it was above it.
 func (p *Partition) TruncateTo(offset int64) error {
+	p.roleMu.RLock()
 	err := p.log.TruncateTo(offset)
+	p.roleMu.RUnlock()
+	p.mu.Lock()
+	p.clampHighWatermarkLocked()
+	p.signalLocked()
+	p.mu.Unlock()
 	p.topic.broadcast()
 	return err
 }
@@ -99,3 +250,56 @@ func (p *Partition) Sync() error { return p.log.Sync() }
 // ApplyRetention deletes the partition's segments that retention says must go; see
 // Log.ApplyRetention. It returns the number of segments deleted.
 func (p *Partition) ApplyRetention(now time.Time) (int, error) { return p.log.ApplyRetention(now) }
+
+// appended tells waiters and readers that the log end offset moved, and moves the high watermark
+// of a leader whose in-sync replicas allow it.
+func (p *Partition) appended() {
+	if p.replicated.Load() {
+		p.mu.Lock()
+		p.advanceHighWatermarkLocked()
+		p.signalLocked()
+		p.mu.Unlock()
+	} else {
+		p.mu.Lock()
+		p.signalLocked()
+		p.mu.Unlock()
+	}
+	p.topic.broadcast()
+}
+
+// waitChan returns a channel closed at the next change of the log end offset, high watermark or
+// role.
+func (p *Partition) waitChan() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.changed == nil {
+		p.changed = make(chan struct{})
+	}
+	return p.changed
+}
+
+// signalLocked wakes the waiters of waitChan. Callers hold mu.
+func (p *Partition) signalLocked() {
+	if p.changed != nil {
+		close(p.changed)
+		p.changed = nil
+	}
+}
+
+// clampHighWatermarkLocked keeps the high watermark within the log after a truncation. Callers
+// hold mu.
+func (p *Partition) clampHighWatermarkLocked() {
+	if leo := p.log.LogEndOffset(); p.replicated.Load() && p.hw.Load() > leo {
+		p.hw.Store(leo)
+		p.log.highWatermark.Store(leo)
+	}
+}
+
+// close wakes every waiter for good; called when the topic closes.
+func (p *Partition) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	p.stopISRCheckLocked()
+	p.signalLocked()
+}

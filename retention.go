@@ -156,7 +156,15 @@ func (l *Log) ApplyRetention(now time.Time) (int, error) {
 		l.logger.Info("retention deleted segment", "segment", s.path(logSuffix), "base_offset", s.baseOffset,
 			"bytes", s.size.Load(), "max_timestamp", s.maxTimestamp, "log_start_offset", newStart)
 	}
-	return n, l.retire(gone)
+	if err := l.retire(gone); err != nil {
+		return n, err
+	}
+	// The epochs below the new start are gone with their batches; a stale entry costs nothing
+	// but a longer file, so a failed write is only logged.
+	if err := l.trimEpochs(newStart, l.LogEndOffset()); err != nil {
+		l.logger.Warn("leader epoch checkpoint not trimmed", "err", err)
+	}
+	return n, nil
 }
 
 // retentionCount returns how many of the oldest segments retention deletes now. The active

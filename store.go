@@ -55,7 +55,7 @@ type Store struct {
 func Open(dir string, opts ...Option) (s *Store, err error) {
 	o := newOptions(opts)
 	s = &Store{dir: dir, o: o, topics: map[string]*Topic{}, readers: map[string]*Reader{}}
-	if err := o.fs.MkdirAll(dir, 0o755); err != nil {
+	if err := fsys.MkdirAllDurable(o.fs, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("commitlog: open %s: %w", dir, err)
 	}
 	u, err := o.fs.Lock(filepath.Join(dir, lockFileName))
@@ -286,15 +286,23 @@ func (s *Store) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	if link := s.symlinkedPartition(name, cfg.Partitions); link != "" {
 		return nil, fmt.Errorf("%w: %q: partition folder %s is a symbolic link", ErrInvalidTopicName, name, link)
 	}
-	t, err := openTopic(s, name, cfg)
-	if err != nil {
-		return nil, err
-	}
+	// The configuration is durable before any folder exists: a crash in between leaves a
+	// configured topic whose missing folders open empty, never folders that a restart would
+	// adopt as a topic of Kafka's default configuration.
 	s.configs[name] = cfg
 	if err := s.saveConfigs(); err != nil {
 		delete(s.configs, name)
-		t.close()
-		t.removeFolders()
+		return nil, err
+	}
+	t, err := openTopic(s, name, cfg)
+	if err != nil {
+		delete(s.configs, name)
+		if serr := s.saveConfigs(); serr != nil {
+			s.o.logger.Error("topic configs not restored after a failed create", "topic", name, "err", serr)
+		}
+		for i := range cfg.Partitions {
+			s.o.fs.RemoveAll(filepath.Join(s.dir, partitionDirName(name, i)))
+		}
 		return nil, err
 	}
 	s.topics[name] = t

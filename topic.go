@@ -39,7 +39,7 @@ func openTopic(s *Store, name string, cfg TopicConfig) (*Topic, error) {
 			t.close()
 			return nil, fmt.Errorf("commitlog: topic %s partition %d: %w", name, i, err)
 		}
-		t.partitions = append(t.partitions, &Partition{topic: t, id: i, log: l})
+		t.partitions = append(t.partitions, newPartition(t, i, l))
 	}
 	t.cfg.LogConfig = t.cfg.LogConfig.withDefaults(s.o.sync)
 	return t, nil
@@ -77,6 +77,12 @@ func (t *Topic) SetPartitioner(p Partitioner) { t.partitioner.Store(&p) }
 // returned error joins each failed partition's). ErrUnknownTopic when a manual partitioner
 // names a partition the topic lacks (nothing is written then).
 func (t *Topic) Append(ctx context.Context, recs ...*Record) error {
+	return t.AppendAcks(ctx, AcksAll, recs...)
+}
+
+// AppendAcks appends records as Append does and returns, for each partition's batch, when acks
+// says (see Partition.AppendAcks).
+func (t *Topic) AppendAcks(ctx context.Context, acks Acks, recs ...*Record) error {
 	if len(recs) == 0 {
 		return ctx.Err()
 	}
@@ -89,7 +95,7 @@ func (t *Topic) Append(ctx context.Context, recs ...*Record) error {
 		for _, r := range recs {
 			r.Topic, r.Partition = t.name, 0
 		}
-		return t.partitions[0].Append(ctx, recs...)
+		return t.partitions[0].AppendAcks(ctx, acks, recs...)
 	}
 	groups := make([][]*Record, n)
 	used := 0
@@ -111,7 +117,7 @@ func (t *Topic) Append(ctx context.Context, recs ...*Record) error {
 		}
 		if used == 1 && len(g) > 0 {
 			// One partition (a single record, or one key): no goroutine needed.
-			return t.partitions[p].Append(ctx, g...)
+			return t.partitions[p].AppendAcks(ctx, acks, g...)
 		}
 	}
 	var wg sync.WaitGroup
@@ -120,7 +126,7 @@ func (t *Topic) Append(ctx context.Context, recs ...*Record) error {
 		if len(g) == 0 {
 			continue
 		}
-		wg.Go(func() { errs[p] = t.partitions[p].Append(ctx, g...) })
+		wg.Go(func() { errs[p] = t.partitions[p].AppendAcks(ctx, acks, g...) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -183,16 +189,10 @@ func (t *Topic) close() error {
 	t.mu.Unlock()
 	var errs []error
 	for _, p := range t.partitions {
+		p.close()
 		errs = append(errs, p.log.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// removeFolders deletes the topic's partition folders (after a failed create).
-func (t *Topic) removeFolders() {
-	for p := range t.cfg.Partitions {
-		t.store.o.fs.RemoveAll(filepath.Join(t.store.dir, partitionDirName(t.name, p)))
-	}
 }
 
 // ApplyRetention applies retention to every partition (see Log.ApplyRetention) and returns the

@@ -29,6 +29,7 @@ type topicConfigJSON struct {
 	RetentionBytes     int64  `json:"retention.bytes"`
 	FileDeleteDelayMs  int64  `json:"file.delete.delay.ms"`
 	TimestampAfterMax  int64  `json:"message.timestamp.after.max.ms"`
+	MinInsyncReplicas  int    `json:"min.insync.replicas,omitempty"`
 }
 
 // durationMs writes a duration in Kafka's ms, keeping "negative means off" as -1.
@@ -58,6 +59,7 @@ func (c TopicConfig) toJSON() topicConfigJSON {
 		MaxMessageBytes: c.MaxMessageBytes, TimestampType: tt, Compression: c.Compression.String(),
 		Sync: int64(c.Sync), RetentionMs: durationMs(c.RetentionDuration), RetentionBytes: c.RetentionBytes,
 		FileDeleteDelayMs: durationMs(c.FileDeleteDelay), TimestampAfterMax: durationMs(c.TimestampAfterMax),
+		MinInsyncReplicas: c.MinInsyncReplicas,
 	}
 }
 
@@ -68,6 +70,7 @@ func (j topicConfigJSON) toConfig() (TopicConfig, error) {
 		MaxMessageBytes: j.MaxMessageBytes, Sync: SyncPolicy(j.Sync),
 		RetentionDuration: msDuration(j.RetentionMs), RetentionBytes: j.RetentionBytes,
 		FileDeleteDelay: msDuration(j.FileDeleteDelayMs), TimestampAfterMax: msDuration(j.TimestampAfterMax),
+		MinInsyncReplicas: j.MinInsyncReplicas,
 	}}
 	switch j.TimestampType {
 	case "CreateTime", "":

@@ -63,8 +63,15 @@ func Write(fsy fsys.FS, name string, data []byte) error {
 	buf = fmt.Appendf(buf, "%08x %08x\n", len(data), checksum(data))
 	buf = append(buf, data...)
 
+	return WriteRaw(fsy, name, buf)
+}
+
+// WriteRaw replaces the file name with data as Write does (temporary file, fsync, rename,
+// directory fsync), without the checkpoint header: for state files in another program's format,
+// such as Kafka's leader-epoch-checkpoint. Errors as for Write.
+func WriteRaw(fsy fsys.FS, name string, data []byte) error {
 	tmp := name + TempSuffix
-	if err := writeFile(fsy, tmp, buf); err != nil {
+	if err := writeFile(fsy, tmp, data); err != nil {
 		fsy.Remove(tmp)
 		return err
 	}

@@ -246,6 +246,12 @@ func SetBaseOffset(b []byte, baseOffset int64) {
 	binary.BigEndian.PutUint64(b[posBaseOffset:], uint64(baseOffset))
 }
 
+// PartitionLeaderEpochOf returns the PartitionLeaderEpoch of the batch starting b, which must
+// hold at least HeaderSize bytes.
+func PartitionLeaderEpochOf(b []byte) int32 {
+	return int32(binary.BigEndian.Uint32(b[posLeaderEpoch:]))
+}
+
 // SetPartitionLeaderEpoch overwrites the PartitionLeaderEpoch of the batch starting b; the CRC
 // does not cover it.
 func SetPartitionLeaderEpoch(b []byte, epoch int32) {

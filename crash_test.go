@@ -1,0 +1,709 @@
+package commitlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/commitlog-go/commitlog/internal/faultfs"
+	"github.com/commitlog-go/commitlog/internal/fsys"
+	"github.com/commitlog-go/commitlog/internal/recordbatch"
+)
+
+// The crash-point explorer runs a store workload once on a fault-injecting file system to count
+// its file-system operations, then reruns it crashing at each operation (or at a seeded sample of
+// them): the operation and every later one fail, as if the process died there. What the crash
+// leaves (everything written, for a killed process; for a power loss, only what fsyncs and
+// directory fsyncs covered, with unsynced bytes kept, dropped or torn at random) is reopened as a
+// store and checked against what the workload was told:
+//
+//   - the store opens without repair;
+//   - every acknowledged record is present, byte for byte, at its offset, and offsets run
+//     without a hole from the log start offset, which never moves back;
+//   - nothing unacknowledged is half visible: the append in flight at the crash is there whole or
+//     not at all, and nothing else is there;
+//   - no offset is reused: the next append gets the log end offset, and after a clean reopen
+//     the records are still there;
+//   - the named reader resumes at a position it committed;
+//   - a topic exists when its creation was acknowledged, and is gone when its deletion was.
+//
+// A failure names the seed, the crash point and the image, prints the operations up to the crash
+// and the command that replays exactly that crash point.
+//
+// Environment: COMMITLOG_CRASH_POINTS=all checks every operation (a number checks a sample of
+// that many); COMMITLOG_CRASH_SEED replays a seed; COMMITLOG_CRASH_POINT=n checks only point n.
+
+const (
+	crashPointsEnv = "COMMITLOG_CRASH_POINTS"
+	crashSeedEnv   = "COMMITLOG_CRASH_SEED"
+	crashPointEnv  = "COMMITLOG_CRASH_POINT"
+	crashStoreDir  = "/store"
+	crashEvents    = "events" // the main topic: two partitions, small segments, retention by size
+	crashTrail     = "trail"  // a topic created, appended to and deleted mid-workload
+	crashReader    = "audit"
+	// crashSteps is the number of appends to the main topic; other steps come between them.
+	crashSteps = 96
+)
+
+// crashSample is how many crash points the default run checks, out of the workload's ~2,400
+// operations (COMMITLOG_CRASH_POINTS=all checks every one). Each point reruns the workload up to
+// it and recovers a store: 2,000 points take about 7 s. The race detector makes that about 5x
+// slower, so `go test -race ./...` (CI's command) checks 1,000, in about 25 s.
+func crashSample() int {
+	if faultfs.RaceEnabled {
+		return 1000
+	}
+	return 2000
+}
+
+func crashTopicConfig(name string) TopicConfig {
+	cfg := TopicConfig{Partitions: 1, LogConfig: LogConfig{
+		SegmentBytes:       1200,
+		SegmentIndexBytes:  240,
+		IndexIntervalBytes: 256,
+	}}
+	if name == crashEvents {
+		cfg.Partitions = 2
+		cfg.RetentionBytes = 2400
+		cfg.FileDeleteDelay = -1 // retired files are removed at once
+	}
+	return cfg
+}
+
+func crashOptions(fsy fsys.FS) []Option {
+	return []Option{withFS(fsy), WithClock(fixedClock), WithRetentionCheckInterval(-1)}
+}
+
+// crashRecord is the record appended at offset of partition part of topic by step: its value
+// names the step, so that a record re-appended at a truncated offset differs from the one before.
+func crashRecord(topic string, part int32, offset int64, step int) *Record {
+	r := rand.New(rand.NewPCG(uint64(offset), uint64(step)<<8|uint64(part)))
+	value := make([]byte, 20+r.IntN(120))
+	for i := range value {
+		value[i] = byte(r.Uint32())
+	}
+	value = fmt.Appendf(value, "|%s-%d@%d step %d", topic, part, offset, step)
+	rec := &Record{
+		Key:       []byte("k" + strconv.FormatInt(offset%5, 10)),
+		Value:     value,
+		Timestamp: testEpoch.Add(-time.Hour).Add(time.Duration(offset) * time.Millisecond),
+		Headers:   []Header{{Key: "step", Value: []byte(strconv.Itoa(step))}},
+	}
+	if offset%7 == 3 {
+		rec.Key = nil
+	}
+	return rec
+}
+
+// crashPart is the model of one partition: what was acknowledged.
+type crashPart struct {
+	start   int64             // log start offset, as of the last acknowledged retention
+	end     int64             // log end offset
+	recs    map[int64]*Record // acknowledged records in [start, end), by offset
+	batches []int64           // base offsets of the batches appended, in order
+}
+
+func (p *crashPart) clone() *crashPart {
+	c := *p
+	c.recs = maps.Clone(p.recs)
+	c.batches = slices.Clone(p.batches)
+	return &c
+}
+
+// crashStepKind names a workload step.
+type crashStepKind int
+
+const (
+	stepOpen crashStepKind = iota
+	stepCreateTopic
+	stepNewReader
+	stepAppend
+	stepRead
+	stepCommit
+	stepRetention
+	stepTruncate
+	stepDeleteTopic
+	stepClose
+)
+
+var crashStepNames = [...]string{"open", "create topic", "new reader", "append", "read", "commit",
+	"retention", "truncate", "delete topic", "close"}
+
+// crashStep is the step in flight when the crash came: the one whose call returned an error.
+type crashStep struct {
+	kind      crashStepKind
+	topic     string
+	part      int32
+	recs      []*Record       // append: the records, numbered from the partition's end
+	to        int64           // truncate: the offset
+	positions map[int32]int64 // commit: the positions being committed
+}
+
+func (s *crashStep) String() string {
+	if s == nil {
+		return "none"
+	}
+	switch s.kind {
+	case stepAppend:
+		return fmt.Sprintf("append of %d records to %s-%d", len(s.recs), s.topic, s.part)
+	case stepTruncate:
+		return fmt.Sprintf("truncate %s-%d to %d", s.topic, s.part, s.to)
+	case stepCommit:
+		return fmt.Sprintf("commit of %v", s.positions)
+	}
+	return crashStepNames[s.kind] + " " + s.topic
+}
+
+// crashModel is what the workload was told: acknowledged topics and their partitions, the
+// reader's last acknowledged commit, and the step in flight at the crash.
+type crashModel struct {
+	topics    map[string][]*crashPart
+	deleted   map[string]bool
+	committed map[int32]int64 // nil before the first acknowledged commit
+	inflight  *crashStep
+	steps     int // steps acknowledged
+}
+
+// crashWorkload runs the workload on fsy until a step fails or fsy crashes, and returns the
+// model of what was acknowledged. err is the failed step's error (nil when the workload ran to
+// its end).
+func crashWorkload(fsy *faultfs.FS) (m *crashModel, err error) {
+	m = &crashModel{topics: map[string][]*crashPart{}, deleted: map[string]bool{}}
+	ctx := context.Background()
+	// do runs one step: on success apply records it in the model; on failure the step is in
+	// flight. A step that returns nil is acknowledged even if the crash came during it.
+	do := func(step *crashStep, call func() error, apply func()) bool {
+		if err = call(); err != nil {
+			m.inflight = step
+			return false
+		}
+		if apply != nil {
+			apply()
+		}
+		m.steps++
+		return !fsy.Crashed()
+	}
+
+	var s *Store
+	if !do(&crashStep{kind: stepOpen}, func() (err error) {
+		s, err = Open(crashStoreDir, crashOptions(fsy)...)
+		return err
+	}, nil) {
+		return m, err
+	}
+	defer func() {
+		if s != nil {
+			s.Close()
+		}
+	}()
+	createTopic := func(name string) bool {
+		return do(&crashStep{kind: stepCreateTopic, topic: name}, func() error {
+			_, err := s.CreateTopic(name, crashTopicConfig(name))
+			return err
+		}, func() {
+			parts := make([]*crashPart, crashTopicConfig(name).Partitions)
+			for i := range parts {
+				parts[i] = &crashPart{recs: map[int64]*Record{}}
+			}
+			m.topics[name] = parts
+			m.deleted[name] = false
+		})
+	}
+	appendTo := func(topic string, part int32, n, step int) bool {
+		mp := m.topics[topic][part]
+		recs := make([]*Record, n)
+		for i := range recs {
+			recs[i] = crashRecord(topic, part, mp.end+int64(i), step)
+		}
+		want := make([]*Record, n)
+		for i, r := range recs {
+			c := *r
+			c.Offset = mp.end + int64(i)
+			want[i] = &c
+		}
+		return do(&crashStep{kind: stepAppend, topic: topic, part: part, recs: want}, func() error {
+			t, err := s.Topic(topic)
+			if err != nil {
+				return err
+			}
+			p, err := t.Partition(part)
+			if err != nil {
+				return err
+			}
+			if err := p.Append(ctx, recs...); err != nil {
+				return err
+			}
+			if recs[0].Offset != mp.end {
+				return fmt.Errorf("append to %s-%d got offset %d, want %d", topic, part, recs[0].Offset, mp.end)
+			}
+			return nil
+		}, func() {
+			mp.batches = append(mp.batches, mp.end)
+			for _, r := range want {
+				mp.recs[r.Offset] = r
+			}
+			mp.end += int64(n)
+		})
+	}
+
+	if !createTopic(crashEvents) {
+		return m, err
+	}
+	events, err := s.Topic(crashEvents)
+	if err != nil {
+		return m, err
+	}
+	var r *Reader
+	if !do(&crashStep{kind: stepNewReader}, func() (err error) {
+		r, err = events.NewReader(ReaderConfig{Name: crashReader, Start: Earliest, Reset: ResetEarliest})
+		return err
+	}, nil) {
+		return m, err
+	}
+
+	for i := range crashSteps {
+		part := int32(i % 2)
+		if !appendTo(crashEvents, part, 1+i%5, i) {
+			return m, err
+		}
+		if i%6 == 5 {
+			// The reader reads what there is, up to 12 records, and commits.
+			if !do(&crashStep{kind: stepRead}, func() error {
+				for range 12 {
+					lag := r.Lag()
+					if lag[0]+lag[1] == 0 {
+						break
+					}
+					if _, err := r.Next(ctx); err != nil {
+						return err
+					}
+				}
+				return nil
+			}, nil) {
+				return m, err
+			}
+			pos := r.Positions()
+			if !do(&crashStep{kind: stepCommit, positions: pos}, func() error { return r.Commit(ctx) },
+				func() { m.committed = pos }) {
+				return m, err
+			}
+		}
+		if i%9 == 8 {
+			if !do(&crashStep{kind: stepRetention, topic: crashEvents}, func() error {
+				_, err := events.ApplyRetention(testEpoch)
+				return err
+			}, func() {
+				for id, mp := range m.topics[crashEvents] {
+					p, _ := events.Partition(int32(id))
+					mp.start = p.LogStartOffset()
+					for off := range mp.recs {
+						if off < mp.start {
+							delete(mp.recs, off)
+						}
+					}
+				}
+			}) {
+				return m, err
+			}
+		}
+		if i%24 == 13 {
+			// Truncate partition 1 to the start of its second-to-last batch.
+			mp := m.topics[crashEvents][1]
+			to := mp.batches[len(mp.batches)-2]
+			if !do(&crashStep{kind: stepTruncate, topic: crashEvents, part: 1, to: to}, func() error {
+				p, _ := events.Partition(1)
+				return p.TruncateTo(to)
+			}, func() {
+				for off := to; off < mp.end; off++ {
+					delete(mp.recs, off)
+				}
+				mp.end = to
+				mp.batches = mp.batches[:len(mp.batches)-2]
+			}) {
+				return m, err
+			}
+		}
+		if i%40 == 16 {
+			// The trail topic is created, appended to, deleted, and created again.
+			if !createTopic(crashTrail) {
+				return m, err
+			}
+		}
+		if i%40 > 16 && i%40 < 30 && i%3 == 0 {
+			if !appendTo(crashTrail, 0, 2, i) {
+				return m, err
+			}
+		}
+		if i%40 == 31 {
+			if !do(&crashStep{kind: stepDeleteTopic, topic: crashTrail}, func() error { return s.DeleteTopic(crashTrail) },
+				func() {
+					delete(m.topics, crashTrail)
+					m.deleted[crashTrail] = true
+				}) {
+				return m, err
+			}
+		}
+		if i%40 == 35 {
+			// The reader closes and a new one of the name resumes where it committed.
+			if !do(&crashStep{kind: stepNewReader}, func() (err error) {
+				if err := r.Close(); err != nil {
+					return err
+				}
+				r, err = events.NewReader(ReaderConfig{Name: crashReader, Start: Earliest, Reset: ResetEarliest})
+				if err != nil {
+					return err
+				}
+				for id, off := range m.committed {
+					if pos, err := r.Position(id); err != nil || pos != off {
+						return fmt.Errorf("reader %s resumed partition %d at %d (%v), committed %d", crashReader, id, pos, err, off)
+					}
+				}
+				return nil
+			}, nil) {
+				return m, err
+			}
+		}
+	}
+	closing := s
+	s = nil
+	do(&crashStep{kind: stepClose}, closing.Close, nil)
+	return m, err
+}
+
+// crashCheck reopens the store in img and checks it against m; the error says what is wrong.
+func crashCheck(img fsys.FS, m *crashModel) error {
+	s, err := Open(crashStoreDir, crashOptions(img)...)
+	if err != nil {
+		return fmt.Errorf("reopen: %w", err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+
+	// Topics: the acknowledged ones exist with their configuration; the one whose creation or
+	// deletion was in flight may or may not; a deleted one is gone.
+	for _, name := range []string{crashEvents, crashTrail} {
+		t, terr := s.Topic(name)
+		_, acked := m.topics[name]
+		inflight := m.inflight != nil && m.inflight.topic == name &&
+			(m.inflight.kind == stepCreateTopic || m.inflight.kind == stepDeleteTopic)
+		switch {
+		case errors.Is(terr, ErrUnknownTopic) && (!acked || inflight):
+			continue
+		case terr != nil:
+			return fmt.Errorf("topic %s: %w", name, terr)
+		case !acked && !inflight:
+			return fmt.Errorf("topic %s exists, but its creation was never acknowledged (or its deletion was)", name)
+		}
+		want := crashTopicConfig(name)
+		want.LogConfig = want.LogConfig.withDefaults(SyncAlways)
+		got := t.Config()
+		if got.Partitions != want.Partitions || got.LogConfig != want.LogConfig {
+			return fmt.Errorf("topic %s: config %+v, want %+v", name, got, want)
+		}
+		parts := m.topics[name]
+		for id := range t.PartitionCount() {
+			p, err := t.Partition(id)
+			if err != nil {
+				return err
+			}
+			mp := &crashPart{recs: map[int64]*Record{}}
+			if parts != nil {
+				mp = parts[id]
+			}
+			if inflight && m.inflight.kind == stepDeleteTopic && p.LogEndOffset() == 0 {
+				continue // the folder went, the configuration stayed: the topic starts again empty
+			}
+			if err := crashCheckPartition(p, mp, m.inflight); err != nil {
+				return fmt.Errorf("%s-%d: %w", name, id, err)
+			}
+		}
+	}
+
+	// The reader's committed positions are its last acknowledged commit, or the one in flight.
+	committed, err := s.CommittedPositions(crashReader)
+	if err != nil {
+		return fmt.Errorf("committed positions: %w", err)
+	}
+	got := committed[crashEvents]
+	okPositions := func(want map[int32]int64) bool {
+		return len(got) == len(want) && maps.Equal(got, want)
+	}
+	if !okPositions(m.committed) && !(m.inflight != nil && m.inflight.kind == stepCommit && okPositions(m.inflight.positions)) {
+		return fmt.Errorf("reader %s committed positions %v, want %v (in flight: %s)", crashReader, got, m.committed, m.inflight)
+	}
+	if t, err := s.Topic(crashEvents); err == nil && len(got) > 0 {
+		r, err := t.NewReader(ReaderConfig{Name: crashReader, Start: Latest, Reset: ResetEarliest})
+		if err != nil {
+			return fmt.Errorf("reader %s: %w", crashReader, err)
+		}
+		for id, off := range got {
+			pos, err := r.Position(id)
+			if err != nil || pos != off {
+				return fmt.Errorf("reader %s resumes partition %d at %d (%v), committed %d", crashReader, id, pos, err, off)
+			}
+		}
+		r.Close()
+	}
+
+	// No offset is reused: the next append gets the log end offset, and a clean reopen keeps
+	// everything.
+	ends := map[string][]int64{}
+	for _, name := range s.Topics() {
+		t, _ := s.Topic(name)
+		for id := range t.PartitionCount() {
+			p, _ := t.Partition(id)
+			leo := p.LogEndOffset()
+			rec := crashRecord(name, id, leo, 1000)
+			if err := p.Append(ctx, rec); err != nil {
+				return fmt.Errorf("%s-%d: append after recovery: %w", name, id, err)
+			}
+			if rec.Offset != leo {
+				return fmt.Errorf("%s-%d: append after recovery got offset %d, log end offset was %d", name, id, rec.Offset, leo)
+			}
+			ends[name] = append(ends[name], leo+1)
+		}
+	}
+	if err := s.Close(); err != nil {
+		return fmt.Errorf("close after recovery: %w", err)
+	}
+	s, err = Open(crashStoreDir, crashOptions(img)...)
+	if err != nil {
+		return fmt.Errorf("second reopen: %w", err)
+	}
+	for name, want := range ends {
+		t, err := s.Topic(name)
+		if err != nil {
+			return fmt.Errorf("second reopen: %w", err)
+		}
+		for id, end := range want {
+			p, _ := t.Partition(int32(id))
+			if p.LogEndOffset() != end {
+				return fmt.Errorf("second reopen: %s-%d ends at %d, want %d", name, id, p.LogEndOffset(), end)
+			}
+		}
+	}
+	return nil
+}
+
+// crashCheckPartition checks one recovered partition against its model and the step in flight.
+func crashCheckPartition(p *Partition, mp *crashPart, inflight *crashStep) error {
+	mine := inflight != nil && inflight.topic == p.Topic() && inflight.part == p.ID()
+	lso, leo := p.LogStartOffset(), p.LogEndOffset()
+
+	// The log start offset never moves back; only a retention in flight may have moved it on.
+	retention := inflight != nil && inflight.kind == stepRetention && inflight.topic == p.Topic()
+	if lso < mp.start || (lso > mp.start && !retention) || lso > mp.end {
+		return fmt.Errorf("log start offset %d, acknowledged %d (in flight: %s)", lso, mp.start, inflight)
+	}
+	// Where the log may end: at the acknowledged end, or as the step in flight left it.
+	okEnd := func(e int64) bool { return e == mp.end }
+	switch {
+	case mine && inflight.kind == stepAppend:
+		okEnd = func(e int64) bool { return e == mp.end || e == mp.end+int64(len(inflight.recs)) }
+	case mine && inflight.kind == stepTruncate:
+		// A truncation cut part of the way: at the target or any batch boundary after it.
+		okEnd = func(e int64) bool { return e == mp.end || e >= inflight.to && slices.Contains(mp.batches, e) }
+	}
+	if !okEnd(leo) {
+		return fmt.Errorf("log end offset %d, acknowledged %d (in flight: %s)", leo, mp.end, inflight)
+	}
+
+	// Every record from the log start offset to the end: whole batches with good CRCs,
+	// consecutive offsets, each record the one acknowledged or, past the acknowledged end, the
+	// one in flight.
+	next := lso
+	for next < leo {
+		b, err := p.ReadBatches(nil, next, 64<<10)
+		if err != nil {
+			return fmt.Errorf("read batches at %d: %w", next, err)
+		}
+		if len(b) == 0 {
+			return fmt.Errorf("no batch at offset %d, below the log end offset %d", next, leo)
+		}
+		for pos := 0; pos < len(b); {
+			h, err := recordbatch.Check(b[pos:], 0)
+			if err != nil {
+				return fmt.Errorf("batch at offset %d: %w", next, err)
+			}
+			if h.BaseOffset != next {
+				return fmt.Errorf("batch with base offset %d where offset %d was due", h.BaseOffset, next)
+			}
+			recs, err := DecodeRecords(nil, b[pos:pos+h.Size()], 0, 0)
+			if err != nil {
+				return fmt.Errorf("decode batch at %d: %w", next, err)
+			}
+			for _, r := range recs {
+				want := mp.recs[next]
+				if next >= mp.end && mine && inflight.kind == stepAppend {
+					want = inflight.recs[next-mp.end]
+				}
+				if want == nil {
+					return fmt.Errorf("record at offset %d was never acknowledged", next)
+				}
+				if d := killSameRecord(r, want); d != "" {
+					return fmt.Errorf("record at offset %d: %s", next, d)
+				}
+				next++
+			}
+			pos += h.Size()
+		}
+	}
+	if next != leo {
+		return fmt.Errorf("records end at %d, log end offset is %d", next, leo)
+	}
+	return nil
+}
+
+// crashRun is one crash point's run: the workload crashed at op, the image it left, the check.
+type crashRun struct {
+	point int
+	mode  faultfs.Mode
+	ops   []faultfs.Op
+	model *crashModel
+	err   error // the check's verdict
+}
+
+// crashImageSeed is the seed of the fault FS of one crash point: the image's random choices
+// depend on the run's seed and the point only.
+func crashImageSeed(seed uint64, point int) uint64 { return seed ^ uint64(point)*0x9e3779b97f4a7c15 }
+
+// newCrashFS returns a fault FS over a memory FS holding the empty store directory.
+func newCrashFS(seed uint64) *faultfs.FS {
+	inner := fsys.NewMemory()
+	if err := inner.MkdirAll(crashStoreDir, 0o755); err != nil {
+		panic(err)
+	}
+	return faultfs.New(inner, seed)
+}
+
+// runCrashPoint runs the workload crashing at point and checks what the crash leaves. A process
+// kill one time in five, a power loss otherwise.
+func runCrashPoint(seed uint64, point int, counted []faultfs.Op) crashRun {
+	ffs := newCrashFS(crashImageSeed(seed, point))
+	defer ffs.Release()
+	ffs.Inject(faultfs.CrashAt(point))
+	model, werr := crashWorkload(ffs)
+	run := crashRun{point: point, mode: faultfs.PowerLoss, ops: ffs.Ops(), model: model}
+	if rand.New(rand.NewPCG(seed, uint64(point))).IntN(5) == 0 {
+		run.mode = faultfs.ProcessKill
+	}
+	switch {
+	case !ffs.Crashed():
+		run.err = fmt.Errorf("the workload ended after %d operations without reaching the crash point (err %v)", len(run.ops), werr)
+		return run
+	case werr != nil && !errors.Is(werr, faultfs.ErrCrashed):
+		// Every failure comes from the crash: an error that does not say so lost its cause.
+		run.err = fmt.Errorf("step %s failed with %v, which does not wrap the crash", model.inflight, werr)
+		return run
+	}
+	for i, op := range run.ops[:point] {
+		c := counted[i]
+		if op.Kind != c.Kind || op.Path != c.Path || op.NewPath != c.NewPath || op.Offset != c.Offset || op.Len != c.Len || op.Flag != c.Flag {
+			run.err = fmt.Errorf("the workload is not deterministic: operation %d is %s, in the counting run %s", i, op, c)
+			return run
+		}
+	}
+	img, err := ffs.CrashImage(run.mode)
+	if err != nil {
+		run.err = fmt.Errorf("crash image: %w", err)
+		return run
+	}
+	run.err = crashCheck(img, model)
+	return run
+}
+
+func TestCrashPoints(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv(crashSeedEnv); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("%s: %v", crashSeedEnv, err)
+		}
+	}
+	start := time.Now()
+
+	// The counting run: no crash; the workload must run to its end and leave a store that
+	// checks out whole.
+	ffs := newCrashFS(seed)
+	model, err := crashWorkload(ffs)
+	if err != nil {
+		t.Fatalf("workload without faults: %v", err)
+	}
+	counted := ffs.Ops()
+	if model.inflight != nil || len(model.topics[crashEvents]) != 2 || !model.deleted[crashTrail] {
+		t.Fatalf("workload without faults: model %+v", model)
+	}
+	img, err := ffs.CrashImage(faultfs.PowerLossDrop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ffs.Release()
+	if err := crashCheck(img, model); err != nil {
+		t.Fatalf("workload without faults, power loss after close: %v", err)
+	}
+
+	points := crashPoints(t, seed, len(counted))
+	failures := 0
+	modes := map[faultfs.Mode]int{}
+	for _, point := range points {
+		run := runCrashPoint(seed, point, counted)
+		modes[run.mode]++
+		if run.err == nil {
+			continue
+		}
+		failures++
+		t.Errorf("crash at operation %d (%s), %s image, step in flight: %s: %v\n"+
+			"replay: %s=%d %s=%d go test -run '^TestCrashPoints$' .\n"+
+			"operations up to the crash:\n%s",
+			point, run.ops[min(point, len(run.ops)-1)], run.mode, run.model.inflight, run.err,
+			crashSeedEnv, seed, crashPointEnv, point, faultfs.FormatOps(run.ops))
+		if failures == 3 {
+			t.Fatalf("stopping after %d failed crash points", failures)
+		}
+	}
+	t.Logf("crash points: %d checked of %d operations (%d power loss, %d process kill), seed %d, %s; %s=%d replays",
+		len(points), len(counted), modes[faultfs.PowerLoss], modes[faultfs.ProcessKill], seed,
+		time.Since(start).Round(time.Millisecond), crashSeedEnv, seed)
+}
+
+// crashPoints returns the operations to crash at, in order: every one with
+// COMMITLOG_CRASH_POINTS=all, the one COMMITLOG_CRASH_POINT names, or a seeded sample.
+func crashPoints(t *testing.T, seed uint64, ops int) []int {
+	if s := os.Getenv(crashPointEnv); s != "" {
+		p, err := strconv.Atoi(s)
+		if err != nil || p < 0 || p >= ops {
+			t.Fatalf("%s=%s: want an operation number below %d", crashPointEnv, s, ops)
+		}
+		return []int{p}
+	}
+	n := crashSample()
+	switch s := os.Getenv(crashPointsEnv); {
+	case s == "all":
+		n = ops
+	case s != "":
+		var err error
+		if n, err = strconv.Atoi(strings.TrimSpace(s)); err != nil || n <= 0 {
+			t.Fatalf("%s=%s: want \"all\" or a positive number", crashPointsEnv, s)
+		}
+	}
+	if n >= ops {
+		return slices.Collect(func(yield func(int) bool) {
+			for i := range ops {
+				if !yield(i) {
+					return
+				}
+			}
+		})
+	}
+	perm := rand.New(rand.NewPCG(seed, 1)).Perm(ops)[:n]
+	slices.Sort(perm)
+	return perm
+}

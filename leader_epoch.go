@@ -1,0 +1,330 @@
+package commitlog
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/commitlog-go/commitlog/internal/checkpoint"
+	"github.com/commitlog-go/commitlog/internal/fsys"
+	"github.com/commitlog-go/commitlog/internal/recordbatch"
+)
+
+// leaderEpochFileName is the file, in the partition folder, that lists the first offset each
+// leader epoch wrote: Kafka's leader-epoch-checkpoint, in Kafka's text format, so that a folder
+// moves between this library and a broker with its epochs intact:
+//
+//	0                 version
+//	2                 number of entries
+//	0 0               epoch, start offset
+//	3 150
+const leaderEpochFileName = "leader-epoch-checkpoint"
+
+// UndefinedEpoch is the leader epoch of a batch written by no leader (a producer's batch before a
+// leader stamps it) and the answer to an epoch question that has none: Kafka's -1.
+const UndefinedEpoch int32 = -1
+
+// epochEntry says that the leader of epoch wrote its first batch at startOffset.
+type epochEntry struct {
+	epoch       int32
+	startOffset int64
+}
+
+// epochCache is Kafka's LeaderEpochFileCache: the epochs in increasing order, each with the
+// offset where it started, start offsets increasing too. A follower compares it with its
+// leader's to find where their logs diverge.
+type epochCache struct {
+	entries []epochEntry
+}
+
+// latest returns the newest entry, ok false when there is none.
+func (c *epochCache) latest() (e epochEntry, ok bool) {
+	if len(c.entries) == 0 {
+		return epochEntry{epoch: UndefinedEpoch, startOffset: -1}, false
+	}
+	return c.entries[len(c.entries)-1], true
+}
+
+// assign records that epoch starts at offset and reports whether that changed the cache. Only an
+// epoch newer than the latest is recorded (a leader's later batches in the same epoch change
+// nothing); entries starting at or after offset are dropped first, as Kafka does, since their
+// offsets are being rewritten.
+func (c *epochCache) assign(epoch int32, offset int64) bool {
+	if epoch < 0 {
+		return false
+	}
+	if e, ok := c.latest(); ok && epoch <= e.epoch {
+		return false
+	}
+	c.truncateFromEnd(offset)
+	c.entries = append(c.entries, epochEntry{epoch: epoch, startOffset: offset})
+	return true
+}
+
+// endOffsetFor answers Kafka's OffsetsForLeaderEpoch for epoch on a log ending at leo: the
+// largest epoch at most epoch that the cache knows, and the offset where the epoch after it
+// starts (leo for the latest epoch). (UndefinedEpoch, -1) when epoch is newer than any known or
+// undefined.
+func (c *epochCache) endOffsetFor(epoch int32, leo int64) (int32, int64) {
+	if epoch == UndefinedEpoch {
+		return UndefinedEpoch, -1
+	}
+	if e, ok := c.latest(); ok && e.epoch == epoch {
+		return epoch, leo
+	}
+	hi := -1 // first entry with a higher epoch
+	for i, e := range c.entries {
+		if e.epoch > epoch {
+			hi = i
+			break
+		}
+	}
+	if hi < 0 {
+		return UndefinedEpoch, -1
+	}
+	if hi == 0 {
+		return epoch, c.entries[0].startOffset
+	}
+	return c.entries[hi-1].epoch, c.entries[hi].startOffset
+}
+
+// truncateFromEnd removes the entries that start at or after offset: the log was cut there.
+func (c *epochCache) truncateFromEnd(offset int64) bool {
+	n := len(c.entries)
+	for n > 0 && c.entries[n-1].startOffset >= offset {
+		n--
+	}
+	changed := n < len(c.entries)
+	c.entries = c.entries[:n]
+	return changed
+}
+
+// truncateFromStart forgets what lies below offset, the new log start offset: entries wholly
+// below it go, and the one that holds offset now starts there.
+func (c *epochCache) truncateFromStart(offset int64) bool {
+	keep := 0 // index of the last entry starting at or below offset
+	for i, e := range c.entries {
+		if e.startOffset <= offset {
+			keep = i
+		}
+	}
+	if len(c.entries) == 0 || c.entries[keep].startOffset > offset {
+		return false
+	}
+	changed := keep > 0 || c.entries[keep].startOffset != offset
+	c.entries = append(c.entries[:0], c.entries[keep:]...)
+	c.entries[0].startOffset = offset
+	return changed
+}
+
+// encode writes the cache in Kafka's leader-epoch-checkpoint format.
+func (c *epochCache) encode() []byte {
+	b := fmt.Appendf(nil, "0\n%d\n", len(c.entries))
+	for _, e := range c.entries {
+		b = fmt.Appendf(b, "%d %d\n", e.epoch, e.startOffset)
+	}
+	return b
+}
+
+// maxEpochEntries bounds the entries a leader-epoch-checkpoint may declare: one per leader
+// change, so far more than any partition sees; a larger count is corruption, refused before
+// anything is allocated for it.
+const maxEpochEntries = 1 << 20
+
+// decodeEpochCache parses Kafka's leader-epoch-checkpoint format. Epochs and start offsets must
+// both increase; anything else is ErrCorrupt.
+func decodeEpochCache(b []byte) (epochCache, error) {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > maxEpochEntries+2 {
+			return epochCache{}, fmt.Errorf("%w: leader-epoch-checkpoint over %d lines", ErrCorrupt, maxEpochEntries+2)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return epochCache{}, fmt.Errorf("%w: leader-epoch-checkpoint: %w", ErrCorrupt, err)
+	}
+	if len(lines) < 2 || lines[0] != "0" {
+		return epochCache{}, fmt.Errorf("%w: leader-epoch-checkpoint: version line %q, want 0", ErrCorrupt, first(lines))
+	}
+	n, err := strconv.Atoi(lines[1])
+	if err != nil || n < 0 || n != len(lines)-2 {
+		return epochCache{}, fmt.Errorf("%w: leader-epoch-checkpoint: count %q for %d entries", ErrCorrupt, lines[1], len(lines)-2)
+	}
+	c := epochCache{entries: make([]epochEntry, 0, n)}
+	for i, l := range lines[2:] {
+		var e epochEntry
+		if _, err := fmt.Sscanf(l, "%d %d", &e.epoch, &e.startOffset); err != nil || e.epoch < 0 || e.startOffset < 0 {
+			return epochCache{}, fmt.Errorf("%w: leader-epoch-checkpoint entry %d: %q", ErrCorrupt, i, l)
+		}
+		if p, ok := c.latest(); ok && (e.epoch <= p.epoch || e.startOffset < p.startOffset) {
+			return epochCache{}, fmt.Errorf("%w: leader-epoch-checkpoint entry %d (%d %d) does not follow (%d %d)",
+				ErrCorrupt, i, e.epoch, e.startOffset, p.epoch, p.startOffset)
+		}
+		c.entries = append(c.entries, e)
+	}
+	return c, nil
+}
+
+func first(lines []string) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	return lines[0]
+}
+
+// loadEpochs reads the partition's leader-epoch-checkpoint and brings it in line with the
+// recovered log: entries at or past the log end offset (their batches did not survive) go, the
+// first entry starts no lower than the log start offset, and, after a crash, epochs of batches
+// written since the recovery point (from scanFrom on) that the file missed are added from their
+// headers. A missing file is an empty cache (a log that no leader stamped); an unreadable one is
+// logged and rebuilt from every batch's header, as Kafka rebuilds it. Called once, by openLog.
+func (l *Log) loadEpochs(scanFrom int64) error {
+	path := filepath.Join(l.dir, leaderEpochFileName)
+	b, err := readWholeFile(l.fs, path, 16<<20)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("commitlog: read %s: %w", path, err)
+	default:
+		c, derr := decodeEpochCache(b)
+		if derr != nil {
+			l.logger.Warn("leader epoch checkpoint unreadable; rebuilding it from the batches", "file", path, "err", derr)
+			scanFrom = 0
+		} else {
+			l.epochs = c
+		}
+	}
+	l.fs.Remove(path + checkpoint.TempSuffix)
+	leo, start := l.active().nextOffset, l.logStartOffset
+	changed := l.epochs.truncateFromEnd(leo)
+	changed = l.epochs.truncateFromStart(start) || changed
+	for off := max(scanFrom, start); off < leo; {
+		batches, err := l.ReadBatches(nil, off, 1<<20)
+		if err != nil {
+			// A corrupt batch in a sealed segment stays in place (see load): its epoch is lost,
+			// as Kafka loses it; the batches after it still count.
+			l.logger.Warn("leader epochs not rebuilt past an unreadable batch", "offset", off, "err", err)
+			break
+		}
+		if len(batches) == 0 {
+			break
+		}
+		for _, h := range walkHeaders(batches) {
+			if h.LastOffset() >= off {
+				changed = l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset) || changed
+			}
+			off = max(off, h.NextOffset())
+		}
+	}
+	if changed {
+		return l.writeEpochs()
+	}
+	return nil
+}
+
+// writeEpochs checkpoints the epoch cache atomically. Callers hold appendMu (or are openLog).
+func (l *Log) writeEpochs() error {
+	path := filepath.Join(l.dir, leaderEpochFileName)
+	if err := checkpoint.WriteRaw(l.fs, path, l.epochs.encode()); err != nil {
+		return fmt.Errorf("commitlog: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// readWholeFile returns the contents of a small file, refusing one larger than limit bytes
+// before reading it.
+func readWholeFile(fsy fsys.FS, name string, limit int64) ([]byte, error) {
+	f, err := fsy.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	if size > limit {
+		return nil, fmt.Errorf("%w: %s is %d bytes, more than %d", ErrCorrupt, name, size, limit)
+	}
+	b := make([]byte, size)
+	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return b, nil
+}
+
+// walkHeaders returns the headers of the back-to-back whole batches in b, which the log has
+// checked (ReadBatches output); it stops at the first header that does not parse or fit.
+func walkHeaders(b []byte) []recordbatch.Header {
+	var hs []recordbatch.Header
+	for len(b) >= recordbatch.HeaderSize {
+		h, err := recordbatch.ParseHeader(b, 0)
+		if err != nil || h.Size() > len(b) {
+			break
+		}
+		hs = append(hs, h)
+		b = b[h.Size():]
+	}
+	return hs
+}
+
+// latestEpoch returns the newest leader epoch the log holds batches or a start of, or
+// UndefinedEpoch.
+func (l *Log) latestEpoch() int32 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	e, _ := l.epochs.latest()
+	return e.epoch
+}
+
+// endOffsetForEpoch answers Kafka's OffsetsForLeaderEpoch from this log: see
+// epochCache.endOffsetFor.
+func (l *Log) endOffsetForEpoch(epoch int32) (int32, int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.epochs.endOffsetFor(epoch, l.active().nextOffset)
+}
+
+// startLeaderEpoch makes epoch the one stamped on every batch the log assigns offsets to from now
+// on, and records (durably, before it returns) that epoch starts at the log end offset, as a
+// Kafka broker does when it becomes leader: a follower asking for the end of the previous epoch
+// then gets this offset even before the new leader appends anything. An epoch not newer than the
+// latest only sets the stamp.
+func (l *Log) startLeaderEpoch(epoch int32) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.leaderEpoch = epoch
+	changed := l.epochs.assign(epoch, l.active().nextOffset)
+	l.mu.Unlock()
+	if changed {
+		if err := l.writeEpochs(); err != nil {
+			return l.fail(err)
+		}
+	}
+	return nil
+}
+
+// trimEpochs brings the epoch cache in line with a log cut at end or started at start, and
+// checkpoints it when that changed anything. Callers hold appendMu.
+func (l *Log) trimEpochs(start, end int64) error {
+	l.mu.Lock()
+	changed := l.epochs.truncateFromEnd(end)
+	changed = l.epochs.truncateFromStart(start) || changed
+	l.mu.Unlock()
+	if !changed {
+		return nil
+	}
+	return l.writeEpochs()
+}
