@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/commitlog-go/commitlog/internal/checkpoint"
 	"github.com/commitlog-go/commitlog/internal/fsys"
@@ -160,8 +161,8 @@ func decodeEpochCache(b []byte) (epochCache, error) {
 	}
 	c := epochCache{entries: make([]epochEntry, 0, n)}
 	for i, l := range lines[2:] {
-		var e epochEntry
-		if _, err := fmt.Sscanf(l, "%d %d", &e.epoch, &e.startOffset); err != nil || e.epoch < 0 || e.startOffset < 0 {
+		e, ok := parseEpochEntry(l)
+		if !ok {
 			return epochCache{}, fmt.Errorf("%w: leader-epoch-checkpoint entry %d: %q", ErrCorrupt, i, l)
 		}
 		if p, ok := c.latest(); ok && (e.epoch <= p.epoch || e.startOffset < p.startOffset) {
@@ -171,6 +172,22 @@ func decodeEpochCache(b []byte) (epochCache, error) {
 		c.entries = append(c.entries, e)
 	}
 	return c, nil
+}
+
+// parseEpochEntry parses one "epoch startOffset" line: exactly two decimal numbers, neither
+// negative, separated by one space, as Kafka writes them (fmt.Sscanf would take "1 2x" or
+// "1 2 3" for (1, 2)).
+func parseEpochEntry(l string) (epochEntry, bool) {
+	a, b, ok := strings.Cut(l, " ")
+	if !ok {
+		return epochEntry{}, false
+	}
+	epoch, err1 := strconv.ParseInt(a, 10, 32)
+	start, err2 := strconv.ParseInt(b, 10, 64)
+	if err1 != nil || err2 != nil || epoch < 0 || start < 0 {
+		return epochEntry{}, false
+	}
+	return epochEntry{epoch: int32(epoch), startOffset: start}, true
 }
 
 func first(lines []string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"time"
 
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
@@ -55,6 +56,8 @@ func (l *Log) appendRecords(ctx context.Context, recs []*Record) (uint64, error)
 			return 0, fmt.Errorf("record %d: %w", i, l.timestampError(ts, now))
 		}
 	}
+	l.writing.Add(1) // see lingerForWriters
+	defer l.writing.Add(-1)
 	enc := l.getEncoder()
 	defer l.builders.Put(enc)
 	w, err := enc.encode(recs, &l.cfg)
@@ -96,6 +99,8 @@ func (l *Log) appendRawLeader(ctx context.Context, batches []byte) (seq uint64, 
 	if err := ctx.Err(); err != nil {
 		return 0, 0, 0, err
 	}
+	l.writing.Add(1) // see lingerForWriters
+	defer l.writing.Add(-1)
 	w, err := l.validateRaw(batches, true)
 	if err != nil {
 		return 0, 0, 0, err
@@ -131,11 +136,14 @@ func (l *Log) AppendAsFollower(ctx context.Context, batches []byte) (lastOffset 
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	l.writing.Add(1) // see lingerForWriters
 	w, err := l.validateRaw(batches, false)
 	if err != nil {
+		l.writing.Add(-1)
 		return 0, err
 	}
 	seq, _, err := l.write(w, false)
+	l.writing.Add(-1)
 	if err != nil {
 		return 0, err
 	}
@@ -374,6 +382,8 @@ func (l *Log) Sync() error {
 // those its fsync covered return without one of their own, all at once, while one of the others
 // leads the next fsync. Segments before the active one were flushed when they were sealed.
 func (l *Log) syncTo(seq uint64) error {
+	l.syncers.Add(1)
+	defer l.syncers.Add(-1)
 	l.gcMu.Lock()
 	for l.gcSyncing && l.gcDurable < seq {
 		l.gcCond.Wait()
@@ -385,7 +395,10 @@ func (l *Log) syncTo(seq uint64) error {
 	l.gcSyncing = true
 	l.gcMu.Unlock()
 
+	l.lingerForWriters()
+	start := time.Now()
 	durable, err := l.fsyncTo(seq)
+	l.lastFsync.Store(int64(time.Since(start)))
 
 	l.gcMu.Lock()
 	l.gcSyncing = false
@@ -393,6 +406,30 @@ func (l *Log) syncTo(seq uint64) error {
 	l.gcCond.Broadcast()
 	l.gcMu.Unlock()
 	return err
+}
+
+// maxLinger bounds lingerForWriters whatever the disk: a slow fsync must not make every
+// acknowledgement wait that much longer.
+const maxLinger = time.Millisecond
+
+// lingerForWriters holds the group commit's fsync back while other appends are under way
+// (encoding, validating or writing their batch), so that one fsync covers them too instead of
+// each waiting for the next: single-record appends from many goroutines then share one fsync per
+// round rather than splitting into two cohorts that alternate. It yields the processor at least
+// once when other appenders are about (the goroutines the last fsync released are about to write
+// again), waits no longer than half the last fsync took (capped at maxLinger), so that no
+// acknowledgement is delayed by more than that, and not at all for a single appender.
+func (l *Log) lingerForWriters() {
+	if l.syncers.Load() <= 1 && l.writing.Load() == 0 {
+		return
+	}
+	deadline := time.Now().Add(min(time.Duration(l.lastFsync.Load())/2, maxLinger))
+	for i := 0; ; i++ {
+		if (i > 0 && l.writing.Load() == 0) || !time.Now().Before(deadline) {
+			return
+		}
+		runtime.Gosched()
+	}
 }
 
 // fsyncTo flushes the active segment unless the writes up to seq are already durable, and

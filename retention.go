@@ -180,8 +180,30 @@ func (l *Log) retentionCount(now time.Time) int {
 	for i, s := range segs {
 		rs[i] = retentionSegment{size: s.size.Load(), maxTimestamp: s.maxTimestamp}
 	}
-	l.mu.RUnlock()
 
+	ends := make([]int64, len(segs)) // the offset after each segment's last
+	for i := range segs {
+		if i+1 < len(l.segments) {
+			ends[i] = l.segments[i+1].baseOffset
+		} else {
+			ends[i] = l.active().nextOffset
+		}
+	}
+	l.mu.RUnlock()
+	n := l.retentionDue(rs, now, segs)
+	// A replicated log deletes only what every in-sync replica holds (Kafka's deleteOldSegments
+	// keeps the log start offset at or below the high watermark): records past it may exist
+	// nowhere else yet.
+	if hw := l.highWatermark.Load(); hw >= 0 {
+		for n > 0 && ends[n-1] > hw {
+			n--
+		}
+	}
+	return n
+}
+
+// retentionDue applies the time and size policies to segments rs (segs, for logging).
+func (l *Log) retentionDue(rs []retentionSegment, now time.Time, segs []*segment) int {
 	byTime := deletableByTime(rs, now.UnixMilli(), l.cfg.RetentionDuration)
 	if byTime < len(rs) && l.cfg.RetentionDuration >= 0 && rs[byTime].maxTimestamp > now.UnixMilli() {
 		// Only possible with TimestampAfterMax disabled (or a clock that went back): one record
