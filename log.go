@@ -57,6 +57,11 @@ type Log struct {
 	gcCond    sync.Cond
 	gcSyncing bool
 	gcDurable uint64
+	// For lingerForWriters: appends between the start of their encoding and the end of their
+	// write, callers of syncTo, and how long the last fsync took (ns).
+	writing   atomic.Int32
+	syncers   atomic.Int32
+	lastFsync atomic.Int64
 
 	// epochs is the leader-epoch cache, and leaderEpoch the epoch this log stamps on the batches
 	// it assigns offsets to; both change under appendMu and mu together, so either guards a read.
