@@ -137,15 +137,11 @@ func TestSyncFailure(t *testing.T) {
 }
 
 func TestSyncFailureReopenPowerLoss(t *testing.T) {
-	// Known defect (fsyncgate): after a failed fsync Linux marks the batch's pages clean without
-	// writing them, but keeps them in the page cache. A reopen in the same system reads the
-	// batch back whole from the cache, recovery keeps it, and appends after it; their fsync
-	// succeeds without writing the dropped pages. After a power loss the failed batch's bytes
-	// are zeros (or old bytes) on disk, recovery cuts the log there, and the appends made and
-	// acknowledged after the reopen are lost with it. Recovery after an unclean shutdown must
-	// make the tail it keeps durable for real (write the scanned bytes past the recovery point
-	// again, then fsync) before it appends after them. Remove the Skip once it does.
-	t.Skip("known defect: acknowledged appends after a reopen that followed a failed fsync are lost by a power loss (recovery trusts page-cache bytes a failed fsync dropped)")
+	// fsyncgate: after a failed fsync Linux marks the batch's pages clean without writing them,
+	// but keeps them in the page cache, so a reopen in the same boot reads the batch back whole.
+	// The reopen must write those bytes again before it appends after them: otherwise the next
+	// fsync, finding no dirty page, leaves them unwritten, and a power loss takes the appends
+	// acknowledged after the reopen with them.
 	dir := "/d"
 	ffs := newFaultFS(t, fsys.NewMemory(), dir)
 	l := openTestLog(t, ffs, dir, baseConfig())

@@ -140,6 +140,13 @@ func openLog(dir string, cfg LogConfig, o options, lock bool) (l *Log, err error
 	if err := l.load(); err != nil {
 		return nil, err
 	}
+	rewriteFrom := int64(0)
+	if haveState {
+		rewriteFrom = st.recoveryPoint
+	}
+	if err := l.rewriteAfterFailedSync(rewriteFrom); err != nil {
+		return nil, err
+	}
 	epochsFrom := l.active().baseOffset // a Kafka broker's folder: its file covers its flushed segments
 	if haveState {
 		epochsFrom = st.recoveryPoint
@@ -266,12 +273,17 @@ func (l *Log) checkWritable() error {
 // returns it until the log is reopened and recovered.
 func (l *Log) fail(err error) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.failure == nil {
+	first := l.failure == nil
+	if first {
 		l.failure = fmt.Errorf("%w: %s: %w", ErrSync, l.dir, err)
 		l.logger.Error("log failed; writes refused until reopened", "err", err)
 	}
-	return l.failure
+	failure := l.failure
+	l.mu.Unlock()
+	if first {
+		l.markSyncFailed(err)
+	}
+	return failure
 }
 
 // startFlusher starts the background flush of a SyncInterval policy.
