@@ -350,8 +350,23 @@ func requireIndexesWithin(t *testing.T, l *Log) {
 	}
 	var entries []entry
 	var checks []entry
+	// Held and open, as a read holds them: sealed segments' files may be closed when idle.
 	l.mu.RLock()
-	for _, s := range l.segments {
+	segs := slices.Clone(l.segments)
+	for _, s := range segs {
+		acquire(s)
+	}
+	l.mu.RUnlock()
+	defer func() {
+		for _, s := range segs {
+			l.release(s)
+		}
+	}()
+	for _, s := range segs {
+		require.NoError(t, l.openForRead(s))
+	}
+	l.mu.RLock()
+	for _, s := range segs {
 		size := s.size.Load()
 		for i := range s.offsetIdx.Entries() {
 			off, pos := s.offsetIdx.Entry(i)

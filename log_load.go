@@ -51,6 +51,11 @@ func (l *Log) load() error {
 		if err != nil {
 			return fmt.Errorf("commitlog: load %s: %w", s.path(logSuffix), err)
 		}
+		// Loaded, a sealed segment is idle: its files count against the store's bound from now
+		// on and are closed when it is passed, so that a log of thousands of segments opens under
+		// a small descriptor limit and does not keep them all open after. The active segment is
+		// pinned by its writable indexes.
+		s.files.add(s)
 		if rep.rebuilt != nil {
 			l.logger.Warn("index rebuilt from the log", "segment", s.path(logSuffix), "reason", rep.rebuilt)
 		}

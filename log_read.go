@@ -42,8 +42,19 @@ func (l *Log) ReadBatches(dst []byte, offset int64, maxBytes int) ([]byte, error
 	s := l.segments[l.segmentFor(offset)]
 	acquire(s)
 	limit := s.size.Load()
-	_, pos := s.offsetIdx.Lookup(offset)
+	var pos int64
+	ready := s.filesReady()
+	if ready {
+		_, pos = s.offsetIdx.Lookup(offset)
+	}
 	l.mu.RUnlock()
+	if !ready {
+		var err error
+		if pos, err = l.openAndLookup(s, offset); err != nil {
+			l.release(s)
+			return dst, err
+		}
+	}
 
 	buf := l.getScratch()
 	defer l.scratch.Put(buf)
@@ -69,8 +80,43 @@ func (l *Log) ReadBatches(dst []byte, offset int64, maxBytes int) ([]byte, error
 		}
 		s, pos, limit = next, 0, next.size.Load()
 		acquire(s)
+		ready := s.filesReady()
 		l.mu.RUnlock()
+		if !ready {
+			if err := l.openForRead(s); err != nil {
+				l.release(s)
+				return dst, err
+			}
+		}
 	}
+}
+
+// openForRead opens the files of s, which the caller has acquired, when the file cache closed
+// them. It runs outside mu: the writer's publication and other reads never wait for that I/O.
+func (l *Log) openForRead(s *segment) error {
+	if err := s.open(); err != nil {
+		if errors.Is(err, ErrClosed) || l.isClosed() {
+			return ErrClosed
+		}
+		return fmt.Errorf("commitlog: open segment %s: %w", s.path(logSuffix), err)
+	}
+	return nil
+}
+
+// openAndLookup opens s's files (see openForRead) and returns the offset index's position to scan
+// from for offset, looked up under mu, where the active segment's index grows and truncation
+// rebuilds a segment's indexes.
+func (l *Log) openAndLookup(s *segment, offset int64) (int64, error) {
+	if err := l.openForRead(s); err != nil {
+		return 0, err
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return 0, ErrClosed
+	}
+	_, pos := s.offsetIdx.Lookup(offset)
+	return pos, nil
 }
 
 // segmentAfter returns the first segment whose base offset is above base, or nil. Callers hold
@@ -194,35 +240,33 @@ func (l *Log) OffsetForTime(ts int64) (int64, error) {
 		return 0, ErrClosed
 	}
 	start, end := l.logStartOffset, l.active().nextOffset
+	// The candidates are the segments whose largest timestamp reaches ts, in offset order. Each
+	// is held and opened only while it is searched: most searches end in the first, and holding
+	// them all would keep every open one from being closed for the bound meanwhile.
 	type cand struct {
-		s         *segment
-		from, pos int64
-		limit     int64
+		s     *segment
+		limit int64
 	}
 	var cands []cand
 	for i := l.segmentFor(start); i < len(l.segments); i++ {
 		s := l.segments[i]
-		if s.maxTimestamp < ts {
-			continue
+		if s.maxTimestamp >= ts {
+			cands = append(cands, cand{s, s.size.Load()})
 		}
-		from := s.baseOffset
-		if off, ok := s.timeIdx.LookupBefore(ts); ok {
-			from = off + 1
-		}
-		from = max(from, start)
-		_, pos := s.offsetIdx.Lookup(from)
-		acquire(s)
-		cands = append(cands, cand{s, from, pos, s.size.Load()})
 	}
 	l.mu.RUnlock()
-	defer func() {
-		for _, c := range cands {
-			l.release(c.s)
-		}
-	}()
 
 	for _, c := range cands {
-		off, found, err := c.s.firstAtOrAfter(ts, c.from, end, c.pos, c.limit, l.cfg.readDecompressLimit())
+		from, pos, ok, err := l.timeLookup(c.s, ts, start)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			// Retention or truncation took the segment since: its records are gone.
+			continue
+		}
+		off, found, err := c.s.firstAtOrAfter(ts, from, end, pos, c.limit, l.cfg.readDecompressLimit())
+		l.release(c.s)
 		if err != nil {
 			return 0, err
 		}
@@ -231,6 +275,43 @@ func (l *Log) OffsetForTime(ts int64) (int64, error) {
 		}
 	}
 	return end, nil
+}
+
+// timeLookup acquires s, opens its files, and returns the offset to search from for the first
+// timestamp >= ts (at least start) and the position of the batch to scan from. ok is false, and
+// s not acquired, when s has left the log. On success the caller releases s.
+func (l *Log) timeLookup(s *segment, ts, start int64) (from, pos int64, ok bool, err error) {
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return 0, 0, false, ErrClosed
+	}
+	if i := l.segmentFor(s.baseOffset); l.segments[i] != s {
+		l.mu.RUnlock()
+		return 0, 0, false, nil
+	}
+	acquire(s)
+	if !s.filesReady() {
+		l.mu.RUnlock()
+		if err := l.openForRead(s); err != nil {
+			l.release(s)
+			return 0, 0, false, err
+		}
+		l.mu.RLock()
+		if l.closed {
+			l.mu.RUnlock()
+			l.release(s)
+			return 0, 0, false, ErrClosed
+		}
+	}
+	defer l.mu.RUnlock()
+	from = s.baseOffset
+	if off, ok := s.timeIdx.LookupBefore(ts); ok {
+		from = off + 1
+	}
+	from = max(from, start)
+	_, pos = s.offsetIdx.Lookup(from)
+	return from, pos, true, nil
 }
 
 // firstAtOrAfter scans from pos for the first record at an offset >= from and below end whose

@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
@@ -17,6 +18,7 @@ type options struct {
 	fs     fsys.FS
 
 	retentionCheckInterval time.Duration
+	maxOpenFiles           int // 0: the default; negative: no bound
 }
 
 func newOptions(opts []Option) options {
@@ -30,6 +32,16 @@ func newOptions(opts []Option) options {
 	if o.fs == nil {
 		o.fs = fsys.OS()
 	}
+	// One cache per call: a store shares it among all its partitions, a log opened on its own
+	// has its own.
+	limit := o.maxOpenFiles
+	switch {
+	case limit == 0:
+		limit = defaultMaxOpenFiles()
+	case limit < 0:
+		limit = math.MaxInt
+	}
+	o.fs = withFileCache(o.fs, newFileCache(limit, o.logger))
 	return o
 }
 
@@ -61,6 +73,19 @@ func WithRetentionCheckInterval(d time.Duration) Option {
 		}
 	}
 }
+
+// WithMaxOpenFiles bounds the segment files (descriptors) a store keeps open across all its
+// topics and partitions, or a log opened with OpenLog keeps open. Each open segment holds 3: its
+// .log file and its two index files, whose mappings go with them. Sealed segments open their files
+// on first use and, once more than n are open, the least recently used idle ones are closed; an
+// active segment always stays open, and so does a segment a read is using, so the bound is passed
+// for a while rather than failing a read when all open segments are active or in use.
+//
+// Without this option (or with n = 0) the bound is a quarter of the process's soft RLIMIT_NOFILE,
+// at least 12 and at most DefaultMaxOpenFiles (1024): 4 partitions of thousands of segments then
+// run under a limit of 256 descriptors. A negative n removes the bound: every segment opened stays
+// open until Close, as a Kafka broker keeps them.
+func WithMaxOpenFiles(n int) Option { return func(o *options) { o.maxOpenFiles = n } }
 
 // withFS replaces the file system; the in-memory store and fault-injection tests use it.
 func withFS(fs fsys.FS) Option { return func(o *options) { o.fs = fs } }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,18 +42,43 @@ func parseSegmentName(name, suffix string) (int64, bool) {
 	return n, true
 }
 
-// segment is one .log file and its two indexes. The log serialises writers; readers call
-// readAt and the index lookups under the log's read lock (for the active segment) or freely
-// (sealed segments never change).
+// segment is one .log file and its two indexes. The log serialises writers; readers look the
+// indexes up under the log's read lock (the active segment's grow, and truncation rebuilds a
+// segment's), and read the .log file without it.
+//
+// The active segment's files are open for as long as it is active. A sealed segment's files are
+// opened on first use and may be closed again when idle (no read holds a reference) to keep the
+// files a store holds open under its bound (see fileCache): a read acquires the segment, then
+// finds its files open (filesReady) or opens them (open); they stay open until it releases.
+// The in-memory state (sizes, offsets, timestamps) stays whether the files are open or not.
 type segment struct {
 	fs         fsys.FS
 	dir        string
 	baseOffset int64
 	cfg        *LogConfig
+	files      *fileCache // bounds open files across the store; nil keeps the files open
 
+	// file and the indexes are valid while isOpen is set (for a reader that holds a reference,
+	// until it releases it); they change only under openMu with no reference held, or, for the
+	// active segment, under the log's locks. A closed file stays in file, so that a read that
+	// took it before the log closed gets an error from it rather than a nil.
 	file      fsys.File
 	offsetIdx *index.Offset
 	timeIdx   *index.Time
+
+	// openMu serialises opening and closing the files: a read opening them, the cache closing
+	// them for idleness, Close, and retire's renames (a reopen must find the files' names).
+	openMu sync.Mutex
+	isOpen atomic.Bool // file and the indexes are open; set and cleared under openMu
+	dead   bool        // closed for good (log closed, segment removed); guarded by openMu
+	// pinned keeps the files open: the indexes are writable (the active segment, or one being
+	// sealed until its indexes are synced).
+	pinned atomic.Bool
+	// used is the cache's reference bit, set by every read, cleared by the clock hand.
+	used atomic.Bool
+	// cacheNext and cachePrev link the segment in its cache's ring while its files are open;
+	// guarded by the cache's mu.
+	cacheNext, cachePrev *segment
 
 	// size is the number of bytes of whole, valid batches; readers never read past it.
 	size atomic.Int64
@@ -70,11 +96,12 @@ type segment struct {
 	sealed          bool
 
 	// refs counts reads in progress; a retired segment's files are closed and removed only
-	// when it drops to 0 (and its delete delay has passed).
+	// when it drops to 0 (and its delete delay has passed), and only a segment at 0 is closed for
+	// idleness (the cache holds it at evicting meanwhile).
 	refs atomic.Int32
 	// retired is set when retention or truncation removed the segment from the log and renamed
-	// its files "*.deleted" (set under the log's retireMu); deleteAt, guarded by retireMu, is when
-	// they may go.
+	// its files "*.deleted" (set under the log's retireMu and openMu); deleteAt, guarded by
+	// retireMu, is when they may go.
 	retired  atomic.Bool // read without retireMu by release, on every read's end
 	deleteAt time.Time
 }
@@ -85,8 +112,8 @@ func (s *segment) path(suffix string) string {
 
 // createSegment creates the files of a new, empty, active segment. The caller syncs the directory.
 func createSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig) (*segment, error) {
-	s := &segment{fs: fs, dir: dir, baseOffset: baseOffset, cfg: cfg, nextOffset: baseOffset,
-		maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1}
+	s := &segment{fs: fs, dir: dir, baseOffset: baseOffset, cfg: cfg, files: fileCacheOf(fs),
+		nextOffset: baseOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1}
 	f, err := fs.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
@@ -103,14 +130,16 @@ func createSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig) (*s
 		f.Close()
 		return nil, err
 	}
+	s.isOpen.Store(true)
+	s.files.add(s)
 	return s, nil
 }
 
 // openSegment opens an existing segment's .log file and takes its size; load then opens the
-// indexes and recovers the in-memory state.
+// indexes and recovers the in-memory state, and the log adds the segment to its file cache.
 func openSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig, sealed bool) (*segment, error) {
-	s := &segment{fs: fs, dir: dir, baseOffset: baseOffset, cfg: cfg, nextOffset: baseOffset,
-		maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1, sealed: sealed}
+	s := &segment{fs: fs, dir: dir, baseOffset: baseOffset, cfg: cfg, files: fileCacheOf(fs),
+		nextOffset: baseOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1, sealed: sealed}
 	f, err := fs.OpenFile(s.path(logSuffix), os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
@@ -122,11 +151,104 @@ func openSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig, seale
 		return nil, err
 	}
 	s.size.Store(size)
+	s.isOpen.Store(true)
 	return s, nil
 }
 
-// openIndexes opens both indexes, writable (preallocated) or read-only.
+// filesReady reports whether s's files are open, for a read that has acquired s; it marks s
+// used for the cache. When it returns true the files stay open until the read releases s: the
+// cache closes only segments whose count it moves from 0 to evicting, which the read's reference
+// prevents. A negative count is an eviction that began before the read's acquire: the read must
+// wait for it in open.
+func (s *segment) filesReady() bool {
+	if s.refs.Load() <= 0 || !s.isOpen.Load() {
+		return false
+	}
+	if !s.used.Load() {
+		// Only a clear bit is written: every read of a hot segment storing it would bounce its
+		// cache line between cores.
+		s.used.Store(true)
+	}
+	return true
+}
+
+// open opens the files of a sealed segment closed for idleness (a no-op when they are open),
+// for a read that has acquired s and called filesReady. The indexes are mapped read-only; the
+// .log file is opened for writing too, as truncation may make the segment active again. The
+// files are found under their "*.deleted" names once the segment is retired. ErrClosed when the
+// log closed or the segment was removed.
+func (s *segment) open() error {
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	if s.dead {
+		return ErrClosed
+	}
+	s.used.Store(true)
+	if s.isOpen.Load() {
+		return nil
+	}
+	suffix := ""
+	if s.retired.Load() {
+		suffix = deletedSuffix
+	}
+	f, err := s.fs.OpenFile(s.path(logSuffix+suffix), os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	ox, err := index.OpenOffset(s.fs, s.path(indexSuffix+suffix), s.baseOffset, s.cfg.SegmentIndexBytes, false)
+	if err != nil {
+		return errors.Join(err, f.Close())
+	}
+	tx, err := index.OpenTime(s.fs, s.path(timeIndexSuffix+suffix), s.baseOffset, s.cfg.SegmentIndexBytes, false)
+	if err != nil {
+		return errors.Join(err, ox.Close(), f.Close())
+	}
+	s.file, s.offsetIdx, s.timeIdx = f, ox, tx
+	s.isOpen.Store(true)
+	s.files.add(s)
+	return nil
+}
+
+// beginEvict claims s for the cache to close its files: it succeeds only when nobody opens or
+// closes s (openMu is free; it stays held until finishEvict), s is open, not pinned, and no read
+// holds it (the reference count goes from 0 to evicting, so a read acquiring s meanwhile sees a
+// negative count and waits on openMu).
+func (s *segment) beginEvict() bool {
+	if !s.openMu.TryLock() {
+		return false
+	}
+	if s.dead || !s.isOpen.Load() || s.pinned.Load() || !s.refs.CompareAndSwap(0, evicting) {
+		s.openMu.Unlock()
+		return false
+	}
+	return true
+}
+
+// finishEvict closes the files of a segment beginEvict claimed and lets reads open them again.
+func (s *segment) finishEvict() error {
+	// Cleared before the count is restored: a read that sees its reference counted sees the
+	// files closed.
+	s.isOpen.Store(false)
+	err := s.closeFiles()
+	s.refs.Add(-evicting)
+	s.openMu.Unlock()
+	return err
+}
+
+// closeFiles closes the indexes and the .log file. Callers hold openMu (or own s alone) and have
+// cleared isOpen.
+func (s *segment) closeFiles() error {
+	err := s.closeIndexes()
+	if s.file != nil {
+		err = errors.Join(err, s.file.Close())
+	}
+	return err
+}
+
+// openIndexes opens both indexes, writable (preallocated) or read-only. Writable indexes pin
+// the segment's files open (see syncIndexes for the unpinning).
 func (s *segment) openIndexes(writable bool) error {
+	s.pinned.Store(writable)
 	var err error
 	s.offsetIdx, err = index.OpenOffset(s.fs, s.path(indexSuffix), s.baseOffset, s.cfg.SegmentIndexBytes, writable)
 	if err != nil {
@@ -252,14 +374,29 @@ func (s *segment) sealIndexes() error {
 	return nil
 }
 
-// syncIndexes makes both indexes' entries and sizes durable.
+// syncIndexes makes both indexes' entries and sizes durable. Once a sealed segment's indexes are
+// durable, the files may be closed for idleness: nothing is written to them again, and a reopen
+// finds them as they are.
 func (s *segment) syncIndexes() error {
-	return errors.Join(s.offsetIdx.Sync(), s.timeIdx.Sync())
+	err := errors.Join(s.offsetIdx.Sync(), s.timeIdx.Sync())
+	if err == nil && s.sealed {
+		s.pinned.Store(false)
+	}
+	return err
 }
 
-// close releases the segment's files; writable indexes are trimmed to their used size. The
-// final time index entry is written first, so a reopen knows the segment's max timestamp.
+// close releases the segment's files for good (the log closes, or the segment is removed);
+// writable indexes are trimmed to their used size. The final time index entry is written first,
+// so a reopen knows the segment's max timestamp. A read that still holds the segment gets errors
+// from the closed files; it cannot open them again.
 func (s *segment) close() error {
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	s.dead = true
+	s.files.remove(s)
+	if !s.isOpen.Load() {
+		return nil
+	}
 	var errs []error
 	if !s.sealed && s.timeIdx != nil && s.maxTimestamp >= 0 {
 		if err := s.timeIdx.MaybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp); err != nil && !errors.Is(err, index.ErrFull) {
@@ -270,11 +407,8 @@ func (s *segment) close() error {
 		// A clean shutdown trusts the indexes on the next open: make them durable.
 		errs = append(errs, s.syncIndexes())
 	}
-	errs = append(errs, s.closeIndexes())
-	if s.file != nil {
-		errs = append(errs, s.file.Close())
-		s.file = nil
-	}
+	s.isOpen.Store(false)
+	errs = append(errs, s.closeFiles())
 	return errors.Join(errs...)
 }
 
@@ -282,8 +416,13 @@ func (s *segment) close() error {
 // deleted, as Kafka marks them.
 const deletedSuffix = ".deleted"
 
-// retire renames the segment's files to "*.deleted"; they stay open for reads in progress.
+// retire renames the segment's files to "*.deleted"; they stay open for reads in progress, and
+// a read that acquired the segment before it left the log reopens them under those names.
 func (s *segment) retire(deleteAt time.Time) error {
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	// Nothing is written to a segment out of the log: its files may close when idle.
+	s.pinned.Store(false)
 	var errs []error
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 		if err := s.fs.Rename(s.path(suf), s.path(suf+deletedSuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
