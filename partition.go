@@ -236,12 +236,18 @@ func (p *Partition) TruncateTo(offset int64) error {
 	p.roleMu.RLock()
 	err := p.log.TruncateTo(offset)
 	p.roleMu.RUnlock()
+	p.logCut()
+	return err
+}
+
+// logCut keeps the high watermark within a log that was truncated or started over, and wakes
+// waiters and readers.
+func (p *Partition) logCut() {
 	p.mu.Lock()
 	p.clampHighWatermarkLocked()
 	p.signalLocked()
 	p.mu.Unlock()
 	p.topic.broadcast()
-	return err
 }
 
 // Sync flushes the partition's appends to stable storage; see Log.Sync.

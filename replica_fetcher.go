@@ -267,11 +267,7 @@ func (p *Partition) truncateAsFollower(epoch int32, offset int64) error {
 	p.log.logger.Info("follower truncating to its leader's log", "topic", p.topic.name, "partition", p.id,
 		"offset", offset, "log_end_offset", p.log.LogEndOffset(), "leader_epoch", epoch)
 	err := p.log.TruncateTo(offset)
-	p.mu.Lock()
-	p.clampHighWatermarkLocked()
-	p.signalLocked()
-	p.mu.Unlock()
-	p.topic.broadcast()
+	p.logCut()
 	return err
 }
 
@@ -284,11 +280,7 @@ func (p *Partition) startOverAt(epoch int32, offset int64) error {
 	p.log.logger.Info("follower behind its leader's log start offset; starting over", "topic", p.topic.name,
 		"partition", p.id, "log_end_offset", p.log.LogEndOffset(), "leader_log_start_offset", offset)
 	err := p.log.truncateFullyAndStartAt(offset)
-	p.mu.Lock()
-	p.clampHighWatermarkLocked()
-	p.signalLocked()
-	p.mu.Unlock()
-	p.topic.broadcast()
+	p.logCut()
 	return err
 }
 

@@ -121,6 +121,21 @@ func (f *FS) start(op Op) (int, *Fault, error) {
 	return op.Seq, ft, nil
 }
 
+// begin is start for an operation that an injected fault makes fail whole: it returns the
+// fault's (or the crash's) error as a *fs.PathError, already recorded. Callers hold f.mu and call
+// done when the operation, not failed, has returned.
+func (f *FS) begin(op Op) (int, error) {
+	seq, ft, err := f.start(op)
+	if err == nil && ft != nil {
+		err = ft.Err
+	}
+	if err != nil {
+		err = pathErr(op.Kind, op.Path, err)
+		f.done(seq, err)
+	}
+	return seq, err
+}
+
 // done records what operation seq returned.
 func (f *FS) done(seq int, err error) {
 	if seq >= 0 {
@@ -137,13 +152,8 @@ func pathErr(op Kind, name string, err error) error {
 func (f *FS) OpenFile(name string, flag int, perm fs.FileMode) (fsys.File, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	seq, ft, err := f.start(Op{Kind: OpenFile, Path: name, Flag: flag})
-	if err == nil && ft != nil {
-		err = ft.Err
-	}
+	seq, err := f.begin(Op{Kind: OpenFile, Path: name, Flag: flag})
 	if err != nil {
-		err = pathErr(OpenFile, name, err)
-		f.done(seq, err)
 		return nil, err
 	}
 	n := f.lookup(name)
@@ -183,13 +193,8 @@ func (f *FS) RemoveAll(name string) error {
 func (f *FS) unlink(k Kind, name string, do func(string) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	seq, ft, err := f.start(Op{Kind: k, Path: name})
-	if err == nil && ft != nil {
-		err = ft.Err
-	}
+	seq, err := f.begin(Op{Kind: k, Path: name})
 	if err != nil {
-		err = pathErr(k, name, err)
-		f.done(seq, err)
 		return err
 	}
 	d, base := f.parent(name)
@@ -234,13 +239,8 @@ func (f *FS) Rename(oldpath, newpath string) error {
 func (f *FS) ReadDir(name string) ([]fs.DirEntry, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	seq, ft, err := f.start(Op{Kind: ReadDir, Path: name})
-	if err == nil && ft != nil {
-		err = ft.Err
-	}
+	seq, err := f.begin(Op{Kind: ReadDir, Path: name})
 	if err != nil {
-		err = pathErr(ReadDir, name, err)
-		f.done(seq, err)
 		return nil, err
 	}
 	entries, err := f.inner.ReadDir(name)
@@ -261,13 +261,8 @@ func (f *FS) ReadDir(name string) ([]fs.DirEntry, error) {
 func (f *FS) MkdirAll(name string, perm fs.FileMode) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	seq, ft, err := f.start(Op{Kind: MkdirAll, Path: name})
-	if err == nil && ft != nil {
-		err = ft.Err
-	}
+	seq, err := f.begin(Op{Kind: MkdirAll, Path: name})
 	if err != nil {
-		err = pathErr(MkdirAll, name, err)
-		f.done(seq, err)
 		return err
 	}
 	// Which elements exist is decided before the inner call creates them.
@@ -301,13 +296,8 @@ func (f *FS) Lstat(name string) (fs.FileInfo, error) { return f.stat(Lstat, name
 func (f *FS) stat(k Kind, name string, do func(string) (fs.FileInfo, error)) (fs.FileInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	seq, ft, err := f.start(Op{Kind: k, Path: name})
-	if err == nil && ft != nil {
-		err = ft.Err
-	}
+	seq, err := f.begin(Op{Kind: k, Path: name})
 	if err != nil {
-		err = pathErr(k, name, err)
-		f.done(seq, err)
 		return nil, err
 	}
 	fi, err := do(name)
@@ -320,13 +310,8 @@ func (f *FS) stat(k Kind, name string, do func(string) (fs.FileInfo, error)) (fs
 func (f *FS) SyncDir(name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	seq, ft, err := f.start(Op{Kind: SyncDir, Path: name})
-	if err == nil && ft != nil {
-		err = ft.Err
-	}
+	seq, err := f.begin(Op{Kind: SyncDir, Path: name})
 	if err != nil {
-		err = pathErr(SyncDir, name, err)
-		f.done(seq, err)
 		return err
 	}
 	err = f.inner.SyncDir(name)
@@ -344,13 +329,8 @@ func (f *FS) SyncDir(name string) error {
 func (f *FS) Lock(name string) (io.Closer, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	seq, ft, err := f.start(Op{Kind: Lock, Path: name})
-	if err == nil && ft != nil {
-		err = ft.Err
-	}
+	seq, err := f.begin(Op{Kind: Lock, Path: name})
 	if err != nil {
-		err = pathErr(Lock, name, err)
-		f.done(seq, err)
 		return nil, err
 	}
 	n := f.lookup(name)
