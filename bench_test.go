@@ -356,8 +356,8 @@ func benchReadBaseline(b *testing.B, path string, n int) int {
 //
 //   - ReadBatches: the broker's fetch path, whole batches with their CRCs checked, records
 //     counted from the headers and not decoded;
-//   - ReadBatches+Decode: the same, then every record's key and value reached by decoding the
-//     batch (recordbatch.Decoder, which checks the CRC again);
+//   - Scan: the zero-copy record iterator, every record's key and value reached without a copy
+//     or an allocation per record;
 //   - ReadRecords: the convenience API, which copies every record into its own *Record.
 //
 // Then a segment file's bytes, one op per MiB, read through a mapping and with pread.
@@ -415,35 +415,22 @@ func BenchmarkReadSequential(b *testing.B) {
 		b.StopTimer()
 		benchReport(b, n, benchMallocs()-m0, 1)
 	})
-	b.Run("log=ReadBatches+Decode", func(b *testing.B) {
+	b.Run("log=Scan", func(b *testing.B) {
 		l := openRead(b)
 		b.SetBytes(benchRecBytes)
 		b.ReportAllocs()
 		b.ResetTimer()
 		m0 := benchMallocs()
-		var dst []byte
-		var dec recordbatch.Decoder
-		var err error
-		n, off, sum := 0, int64(0), 0
+		n, sum := 0, 0
 		for n < b.N {
-			if off >= bl.leo {
-				off = 0
-			}
-			dst, err = l.ReadBatches(dst[:0], off, chunk)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for pos := 0; pos < len(dst); {
-				batch, err := dec.Decode(dst[pos:])
+			for r, err := range l.Scan(0) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				for r := range batch.Records() {
-					sum += len(r.Key) + len(r.Value)
-					n++
+				sum += len(r.Key) + len(r.Value)
+				if n++; n == b.N {
+					break
 				}
-				off = batch.NextOffset()
-				pos += batch.Size()
 			}
 		}
 		b.StopTimer()

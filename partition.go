@@ -3,6 +3,7 @@ package commitlog
 import (
 	"context"
 	"fmt"
+	"iter"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -198,6 +199,20 @@ func (p *Partition) ReadRecords(offset int64, maxBytes int) ([]*Record, error) {
 		r.Topic, r.Partition = p.topic.name, p.id
 	}
 	return recs, err
+}
+
+// Scan returns an iterator over the records from offset from up to the high watermark seen when
+// the iteration starts, with Log.Scan's zero-copy rules: each record (Topic and Partition set)
+// and its bytes are valid only until the loop body returns. Errors as for Log.Scan.
+func (p *Partition) Scan(from int64) iter.Seq2[*Record, error] {
+	return func(yield func(*Record, error) bool) {
+		p.log.scan(from, p.HighWatermark(), func(r *Record, err error) bool {
+			if r != nil {
+				r.Topic, r.Partition = p.topic.name, p.id
+			}
+			return yield(r, err)
+		})
+	}
 }
 
 // OffsetForTime returns the offset of the first record whose timestamp is >= t, or the high

@@ -42,13 +42,25 @@ func FuzzDecode(f *testing.F) {
 
 func checkDecode(t *testing.T, data []byte) {
 	b, err := Decode(data, fuzzLimits)
+	each, eachErr := eachRecords(data)
 	if err != nil {
 		requireSentinel(t, err)
 		_, verr := Validate(data, fuzzLimits)
 		require.Error(t, verr, "Validate accepts what Decode rejects")
+		if _, cerr := Check(data, fuzzLimits.batchSize()); cerr == nil {
+			// With the CRC right, the one-pass path must reject the batch too (it skips only
+			// the CRC).
+			require.Error(t, eachErr, "EachRecord accepts what Decode rejects")
+			requireSentinel(t, eachErr)
+		}
 		return
 	}
+	require.NoError(t, eachErr)
 	recs := b.AppendRecords(nil)
+	require.Equal(t, len(recs), len(each), "EachRecord and Decode disagree on the count")
+	for i := range recs {
+		require.Equal(t, recs[i], each[i])
+	}
 	require.Len(t, recs, int(b.RecordCount))
 	i := 0
 	for r := range b.Records() {
@@ -172,4 +184,29 @@ func TestFuzzCorpus(t *testing.T) {
 	}
 	write("FuzzDecode", decode)
 	write("FuzzDecompress", decompress)
+}
+
+// eachRecords collects what Decoder.EachRecord delivers, copied (its records are only valid
+// inside the callback).
+func eachRecords(data []byte) ([]Record, error) {
+	d := Decoder{Limits: fuzzLimits}
+	var out []Record
+	_, err := d.EachRecord(data, func(_ *Header, r *Record) bool {
+		c := *r
+		c.Key, c.Value = clone(r.Key), clone(r.Value)
+		c.Headers = nil
+		for _, hd := range r.Headers {
+			c.Headers = append(c.Headers, RecordHeader{Key: hd.Key, Value: clone(hd.Value)})
+		}
+		out = append(out, c)
+		return true
+	})
+	return out, err
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append(make([]byte, 0, len(b)), b...)
 }
