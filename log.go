@@ -58,10 +58,12 @@ type Log struct {
 	gcSyncing bool
 	gcDurable uint64
 	// For lingerForWriters: appends between the start of their encoding and the end of their
-	// write, callers of syncTo, and how long the last fsync took (ns).
-	writing   atomic.Int32
-	syncers   atomic.Int32
-	lastFsync atomic.Int64
+	// write, the last fsync's writes, and how long it took (ns).
+	writing     atomic.Int32
+	lastRound   atomic.Uint64 // writes the last fsync made durable
+	durableHint atomic.Uint64 // durableSeq, readable without syncMu
+	lastFsync   atomic.Int64
+	fsyncs      atomic.Int64 // group-commit fsyncs done, for the benchmarks' appends per fsync
 
 	// epochs is the leader-epoch cache, and leaderEpoch the epoch this log stamps on the batches
 	// it assigns offsets to; both change under appendMu and mu together, so either guards a read.

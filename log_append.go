@@ -382,8 +382,6 @@ func (l *Log) Sync() error {
 // those its fsync covered return without one of their own, all at once, while one of the others
 // leads the next fsync. Segments before the active one were flushed when they were sealed.
 func (l *Log) syncTo(seq uint64) error {
-	l.syncers.Add(1)
-	defer l.syncers.Add(-1)
 	l.gcMu.Lock()
 	for l.gcSyncing && l.gcDurable < seq {
 		l.gcCond.Wait()
@@ -412,23 +410,29 @@ func (l *Log) syncTo(seq uint64) error {
 // acknowledgement wait that much longer.
 const maxLinger = time.Millisecond
 
-// lingerForWriters holds the group commit's fsync back while other appends are under way
-// (encoding, validating or writing their batch), so that one fsync covers them too instead of
-// each waiting for the next: single-record appends from many goroutines then share one fsync per
-// round rather than splitting into two cohorts that alternate. It yields the processor at least
-// once when other appenders are about (the goroutines the last fsync released are about to write
-// again), waits no longer than half the last fsync took (capped at maxLinger), so that no
-// acknowledgement is delayed by more than that, and not at all for a single appender.
+// lingerForWriters holds the group commit's fsync back while more appends are on their way, so
+// that one fsync covers them too instead of each waiting for the next: single-record appends from
+// many goroutines then share one fsync per round rather than splitting into cohorts that
+// alternate. It waits until as many writes wait for this fsync as the last one covered (the
+// goroutines it released, appending again), and while an append is encoding or writing, but
+// never longer than half the last fsync took (capped at maxLinger), so no acknowledgement is
+// delayed by more than that; a single appender never waits.
 func (l *Log) lingerForWriters() {
-	if l.syncers.Load() <= 1 && l.writing.Load() == 0 {
+	want := l.lastRound.Load()
+	pending := func() uint64 {
+		l.mu.RLock()
+		defer l.mu.RUnlock()
+		return l.appendSeq - l.durableHint.Load()
+	}
+	if want <= 1 || (pending() >= want && l.writing.Load() == 0) {
 		return
 	}
 	deadline := time.Now().Add(min(time.Duration(l.lastFsync.Load())/2, maxLinger))
-	for i := 0; ; i++ {
-		if (i > 0 && l.writing.Load() == 0) || !time.Now().Before(deadline) {
+	for time.Now().Before(deadline) {
+		runtime.Gosched()
+		if l.writing.Load() == 0 && pending() >= want {
 			return
 		}
-		runtime.Gosched()
 	}
 }
 
@@ -453,6 +457,9 @@ func (l *Log) fsyncTo(seq uint64) (uint64, error) {
 	if err := seg.file.Sync(); err != nil {
 		return l.durableSeq, l.fail(fmt.Errorf("fdatasync %s: %w", seg.path(logSuffix), err))
 	}
+	l.lastRound.Store(target - l.durableSeq)
 	l.durableSeq = target
+	l.durableHint.Store(target)
+	l.fsyncs.Add(1)
 	return target, nil
 }
