@@ -187,6 +187,16 @@ func (p *Partition) ReadBatches(dst []byte, offset int64, maxBytes int) ([]byte,
 	return out[:cut], nil
 }
 
+// ReadRange returns, not copied, the stored batches from offset on, up to maxBytes within one
+// segment, that lie wholly below the high watermark; see Log.ReadRange. The caller must Close
+// it.
+func (p *Partition) ReadRange(offset int64, maxBytes int) (*BatchRange, error) {
+	if !p.replicated.Load() {
+		return p.log.ReadRange(offset, maxBytes)
+	}
+	return p.log.readRange(offset, maxBytes, p.hw.Load())
+}
+
 // ReadRecords returns the records from offset on, below the high watermark, decoded from the
 // batches ReadBatches returns; their Topic and Partition are set. Errors as for ReadBatches.
 func (p *Partition) ReadRecords(offset int64, maxBytes int) ([]*Record, error) {

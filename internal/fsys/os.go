@@ -89,3 +89,12 @@ func checkMap(name string, flag, size int, writable bool, fileSize int64) error 
 	}
 	return nil
 }
+
+// OSFile returns the operating system's file behind f, for system calls that take a descriptor
+// (sendfile), or nil when f is not a file of OS.
+func OSFile(f File) *os.File {
+	if of, ok := f.(*osFile); ok {
+		return of.f
+	}
+	return nil
+}

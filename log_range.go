@@ -1,0 +1,171 @@
+package commitlog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+)
+
+// BatchRange is a run of whole batches as stored in one segment file, not read into memory: what
+// a broker sends in a fetch response (Kafka's FileRecords slice). WriteTo sends it to a socket or
+// file with sendfile(2) on Linux, so the bytes go from the page cache to the socket without
+// entering the process; elsewhere, and on the in-memory file system, it copies through a buffer.
+//
+// A BatchRange holds its segment: retention and the open-file bound leave its files alone until
+// Close. The bytes are not CRC-checked on the way out (Kafka's broker does not check them on a
+// fetch either; consumers do): use ReadBatches for checked bytes.
+type BatchRange struct {
+	l         *Log
+	s         *segment // nil for an empty range
+	pos, size int64
+	next      int64
+	once      sync.Once
+}
+
+// Len returns the range's size in bytes; 0 when the read was at the log end offset.
+func (r *BatchRange) Len() int64 { return r.size }
+
+// NextOffset returns the offset after the range's last batch: where the next read continues.
+func (r *BatchRange) NextOffset() int64 { return r.next }
+
+// WriteTo writes the range's bytes to w and returns how many it wrote: with sendfile when w is a
+// socket or file of the operating system (a *net.TCPConn, an *os.File) and the log is on the OS
+// file system, with a copy otherwise. Errors are w's, or the file's read error (ErrClosed once
+// the log closed).
+func (r *BatchRange) WriteTo(w io.Writer) (int64, error) {
+	if r.s == nil {
+		return 0, nil
+	}
+	if n, handled, err := sendfile(w, r.s.file, r.pos, r.size); handled {
+		return n, err
+	}
+	n, err := io.Copy(w, io.NewSectionReader(r.s.file, r.pos, r.size))
+	if err == nil && n < r.size {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// Close releases the segment. It returns nil, also when called again.
+func (r *BatchRange) Close() error {
+	r.once.Do(func() {
+		if r.s != nil {
+			r.l.release(r.s)
+		}
+	})
+	return nil
+}
+
+// ReadRange returns the whole batches that hold offset and the offsets after it, up to maxBytes in
+// total (the first batch whole even when larger), within one segment: a broker's zero-copy fetch.
+// A fetch that wants more calls again at NextOffset. At the log end offset the range is empty.
+// The caller must Close it. Errors as for ReadBatches, except that the bytes are not CRC-checked.
+func (l *Log) ReadRange(offset int64, maxBytes int) (*BatchRange, error) {
+	return l.readRange(offset, maxBytes, math.MaxInt64)
+}
+
+// readRange is ReadRange with only batches wholly below upTo.
+func (l *Log) readRange(offset int64, maxBytes int, upTo int64) (*BatchRange, error) {
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	start, end := l.logStartOffset, l.active().nextOffset
+	if offset < start || offset > end {
+		l.mu.RUnlock()
+		return nil, fmt.Errorf("%w: offset %d, log %s holds [%d, %d)", ErrOffsetOutOfRange, offset, l.dir, start, end)
+	}
+	if offset >= min(end, upTo) {
+		l.mu.RUnlock()
+		return &BatchRange{l: l, next: offset}, nil
+	}
+	s := l.segments[l.segmentFor(offset)]
+	acquire(s)
+	limit := s.size.Load()
+	var pos int64
+	ready := s.filesReady()
+	if ready {
+		_, pos = s.offsetIdx.Lookup(offset)
+	}
+	l.mu.RUnlock()
+	if !ready {
+		var err error
+		if pos, err = l.openAndLookup(s, offset); err != nil {
+			l.release(s)
+			return nil, err
+		}
+	}
+	for {
+		r, found, err := l.rangeIn(s, offset, pos, limit, maxBytes, upTo)
+		if err != nil || found {
+			if err != nil || r.s == nil {
+				l.release(s)
+			}
+			return r, err
+		}
+		// A gap after this segment's last batch (compaction): the next segment goes on.
+		l.release(s)
+		l.mu.RLock()
+		next := l.segmentAfter(s.baseOffset)
+		if next == nil || next.baseOffset >= min(end, upTo) || l.closed {
+			l.mu.RUnlock()
+			return &BatchRange{l: l, next: offset}, nil
+		}
+		s, pos, limit = next, 0, next.size.Load()
+		acquire(s)
+		ready := s.filesReady()
+		l.mu.RUnlock()
+		if !ready {
+			if err := l.openForRead(s); err != nil {
+				l.release(s)
+				return nil, err
+			}
+		}
+	}
+}
+
+// rangeIn walks s's batch headers from pos to the first batch holding offset or later, and
+// returns the range from there up to maxBytes, of batches wholly below upTo; found is false when
+// s holds no such batch.
+func (l *Log) rangeIn(s *segment, offset, pos, limit int64, maxBytes int, upTo int64) (*BatchRange, bool, error) {
+	sc := newScanner(s.file, pos, limit, s.maxBatchSize(), recordbatchHeaderChunk, nil)
+	r := &BatchRange{l: l, s: s, pos: -1}
+	for {
+		h, err := sc.header()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, false, s.readError(sc.pos, offset, err)
+		}
+		if h.LastOffset() < offset {
+			sc.skip(h)
+			continue
+		}
+		if h.LastOffset() >= upTo {
+			if r.pos < 0 {
+				return &BatchRange{l: l, next: offset}, true, nil // nothing committed yet
+			}
+			break
+		}
+		if r.pos < 0 {
+			r.pos = sc.pos
+		} else if r.size+int64(h.Size()) > int64(maxBytes) {
+			break
+		}
+		r.size += int64(h.Size())
+		r.next = h.NextOffset()
+		sc.skip(h)
+	}
+	if r.pos < 0 {
+		return nil, false, nil
+	}
+	return r, true, nil
+}
+
+// recordbatchHeaderChunk is the read-ahead of a range's header walk: enough for the headers of
+// many small batches per system call, little waste when batches are large.
+const recordbatchHeaderChunk = 4 << 10
