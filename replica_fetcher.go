@@ -150,6 +150,9 @@ func (f *ReplicaFetcher) run(ctx context.Context) {
 				truncated = false
 			}
 		}
+		if err == nil && resp.LogStartOffset > p.log.LogStartOffset() {
+			err = p.followLogStartOffset(epoch, resp.LogStartOffset)
+		}
 		if err == nil {
 			p.followHighWatermark(epoch, resp.HighWatermark)
 			f.setErr(nil)
@@ -282,6 +285,16 @@ func (p *Partition) startOverAt(epoch int32, offset int64) error {
 	err := p.log.truncateFullyAndStartAt(offset)
 	p.logCut()
 	return err
+}
+
+// followLogStartOffset moves the follower's log start offset up to its leader's, capped at its
+// own log end offset: what retention deleted on the leader goes on the follower too.
+func (p *Partition) followLogStartOffset(epoch int32, leaderStart int64) error {
+	if err := p.lockFollower(epoch); err != nil {
+		return err
+	}
+	defer p.roleMu.RUnlock()
+	return p.log.advanceLogStartOffset(min(leaderStart, p.log.LogEndOffset()))
 }
 
 // appendFromLeader appends the batches a fetch from leo returned, as a follower in epoch. Batches

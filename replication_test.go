@@ -1025,3 +1025,33 @@ func TestReplicationRetentionStaysBelowHighWatermark(t *testing.T) {
 		require.Equal(t, []string{"f"}, leader.ISR())
 	})
 }
+
+// TestReplicationFollowerFollowsLogStartOffset: retention on the leader moves a running
+// follower's log start offset too (Kafka's follower takes the leader's log start offset from
+// every fetch), deleting its segments wholly below it.
+func TestReplicationFollowerFollowsLogStartOffset(t *testing.T) {
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		ctx := context.Background()
+		cfg := TopicConfig{LogConfig: LogConfig{SegmentBytes: 4 << 10, SegmentIndexBytes: 4 << 10,
+			RetentionBytes: 8 << 10, RetentionDuration: -1, FileDeleteDelay: -1}}
+		_, leader := repOpen(t, env, cfg, repOptions(fixedClock)...)
+		require.NoError(t, leader.BecomeLeader(LeaderConfig{Epoch: 2, Followers: []string{"f"}}))
+		_, f := repOpen(t, env.another(t), cfg, repOptions(fixedClock)...)
+		repFollow(t, f, 2, leader, "f")
+		for i := 0; i < 200; i += 10 {
+			require.NoError(t, leader.Append(ctx, workloadRecords(i, 10)...))
+		}
+		fSegments := f.SegmentCount()
+		n, err := leader.ApplyRetention(testEpoch)
+		require.NoError(t, err)
+		require.Positive(t, n)
+		lso := leader.LogStartOffset()
+		require.NoError(t, leader.Append(ctx, workloadRecords(200, 10)...)) // a fetch carries the new start
+
+		require.Eventually(t, func() bool { return f.LogStartOffset() == lso && f.HighWatermark() == 210 }, repWait, repTick)
+		require.Less(t, f.SegmentCount(), fSegments, "segments below the start deleted")
+		_, err = f.ReadBatches(nil, lso-1, 1)
+		require.ErrorIs(t, err, ErrOffsetOutOfRange)
+		requireSameBytes(t, readAllPartitionBatches(t, leader), readAllPartitionBatches(t, f))
+	})
+}

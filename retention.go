@@ -213,3 +213,46 @@ func (l *Log) retentionDue(rs []retentionSegment, now time.Time, segs []*segment
 	}
 	return max(byTime, deletableBySize(rs, l.cfg.RetentionBytes))
 }
+
+// advanceLogStartOffset moves the log start offset up to offset, as a follower does when its
+// leader's log start offset passed its own (Kafka's maybeIncrementLogStartOffset): reads below it
+// get ErrOffsetOutOfRange, and the segments wholly below it, never the active one, are deleted as
+// retention deletes them. The new start is checkpointed first. Offsets at or below the current
+// start, or past the log end offset, change nothing.
+func (l *Log) advanceLogStartOffset(offset int64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	l.mu.RLock()
+	start, end := l.logStartOffset, l.active().nextOffset
+	st := logState{logStartOffset: offset, recoveryPoint: l.recoveryPoint}
+	l.mu.RUnlock()
+	if offset <= start || offset > end {
+		return nil
+	}
+	if err := l.writeState(st); err != nil {
+		return fmt.Errorf("commitlog: checkpoint log start offset %d: %w", offset, err)
+	}
+	l.mu.Lock()
+	n := 0
+	for n < len(l.segments)-1 && l.segments[n+1].baseOffset <= offset {
+		n++
+	}
+	gone := slices.Clone(l.segments[:n])
+	l.segments = slices.Delete(l.segments, 0, n)
+	l.logStartOffset = offset
+	l.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	l.logger.Info("log start offset advanced", "log_start_offset", offset, "segments_deleted", n)
+	if err := l.retire(gone); err != nil {
+		return err
+	}
+	if err := l.trimEpochs(offset, l.LogEndOffset()); err != nil {
+		l.logger.Warn("leader epoch checkpoint not trimmed", "err", err)
+	}
+	return nil
+}
