@@ -1,0 +1,148 @@
+package main
+
+import (
+	"fmt"
+	"testing"
+)
+
+// The adapters are honest: what each one appends, it reads back exactly, in order and by
+// number, after a reopen where the system keeps its records on disk.
+
+const roundTripRecords = 1000
+
+func TestAdaptersRoundTrip(t *testing.T) {
+	for _, s := range allSystems() {
+		if !s.Takes("a") && !s.Takes("d") {
+			continue
+		}
+		t.Run(s.Name, func(t *testing.T) {
+			gen := NewGen(100)
+			dir := t.TempDir()
+			l, err := s.Open(dir, Options{SizeHint: roundTripRecords * (keySize + 100)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Batches of 100, then single records: both append paths.
+			if err := fill(l, gen, 0, roundTripRecords-10, 100); err != nil {
+				t.Fatal(err)
+			}
+			if err := fill(l, gen, roundTripRecords-10, 10, 1); err != nil {
+				t.Fatal(err)
+			}
+			if s.Persistent {
+				if err := l.Sync(); err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if l, err = s.Open(dir, Options{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			defer func() {
+				if err := l.Close(); err != nil {
+					t.Error(err)
+				}
+			}()
+			checkLog(t, l, gen, roundTripRecords)
+		})
+	}
+}
+
+// checkLog checks that l holds exactly records 0..n-1 of gen.
+func checkLog(t *testing.T, l Log, gen *Gen, n int64) {
+	t.Helper()
+	if got, err := l.Count(); err != nil || got != n {
+		t.Fatalf("Count() = %d, %v; want %d", got, err, n)
+	}
+	next := int64(0)
+	if err := l.Scan(func(i int64, k, v []byte) error {
+		if i != next {
+			return fmt.Errorf("record %d after %d", i, next-1)
+		}
+		next++
+		return gen.Check(i, k, v)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if next != n {
+		t.Fatalf("Scan read %d records, want %d", next, n)
+	}
+	for _, i := range []int64{0, 1, 99, 100, 500, n - 11, n - 10, n - 1} {
+		k, v, err := l.Get(i)
+		if err != nil {
+			t.Fatalf("Get(%d): %v", i, err)
+		}
+		if err := gen.Check(i, k, v); err != nil {
+			t.Fatalf("Get(%d): %v", i, err)
+		}
+	}
+}
+
+// TestAdaptersDurable appends single records in the durable mode of workload c from several
+// goroutines and counts them.
+func TestAdaptersDurable(t *testing.T) {
+	for _, s := range allSystems() {
+		if !s.Takes("c") {
+			continue
+		}
+		t.Run(s.Name, func(t *testing.T) {
+			res, err := runDurable(s, t.TempDir(), 4, 50e6)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Records == 0 {
+				t.Fatal("no durable append in 50 ms")
+			}
+		})
+	}
+}
+
+// TestTopics appends a few records with keys of uneven sizes to every system's topic and
+// checks the count.
+func TestTopics(t *testing.T) {
+	recs := make([]Rec, 500)
+	for i := range recs {
+		recs[i] = Rec{Key: fmt.Appendf(nil, "K%d", i%37), Value: fmt.Appendf(nil, "value %d", i), Time: 978307200000 + int64(i)}
+	}
+	for _, s := range allSystems() {
+		if !s.Takes("g") {
+			continue
+		}
+		t.Run(s.Name, func(t *testing.T) {
+			tp, err := openTopic(s, t.TempDir(), 8, Options{SizeHint: 1 << 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < len(recs); i += 128 {
+				if err := tp.Append(recs[i:min(i+128, len(recs))]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n, err := tp.Count(); err != nil || n != int64(len(recs)) {
+				t.Errorf("Count() = %d, %v; want %d", n, err, len(recs))
+			}
+			if err := tp.Sync(); err != nil {
+				t.Error(err)
+			}
+			if err := tp.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestFlightLine parses one line of the flights CSV.
+func TestFlightLine(t *testing.T) {
+	r, err := parseFlight([]byte("978307200000,-3,413,ORD,MSP"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(r.Key) != "ORD" || r.Time != 978307200000 || string(r.Value) != "978307200000,-3,413,ORD,MSP" {
+		t.Fatalf("parsed %q %q %d", r.Key, r.Value, r.Time)
+	}
+	if _, err := parseFlight([]byte("1,2,3")); err == nil {
+		t.Fatal("a line of 3 fields parsed")
+	}
+}
