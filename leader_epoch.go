@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -223,23 +224,33 @@ func (l *Log) loadEpochs(scanFrom int64) error {
 	leo, start := l.active().nextOffset, l.logStartOffset
 	changed := l.epochs.truncateFromEnd(leo)
 	changed = l.epochs.truncateFromStart(start) || changed
+	// Headers only: recovery has just checked these batches, and a whole segment written since
+	// the last flush (up to segment.bytes) is read again only for its 61-byte headers.
 	for off := max(scanFrom, start); off < leo; {
-		batches, err := l.ReadBatches(nil, off, 1<<20)
+		r, err := l.ReadRange(off, math.MaxInt32)
 		if err != nil {
 			// A corrupt batch in a sealed segment stays in place (see load): its epoch is lost,
 			// as Kafka loses it; the batches after it still count.
 			l.logger.Warn("leader epochs not rebuilt past an unreadable batch", "offset", off, "err", err)
 			break
 		}
-		if len(batches) == 0 {
+		if r.Len() == 0 {
+			r.Close()
 			break
 		}
-		for _, h := range walkHeaders(batches) {
+		sc := newScanner(r.s.file, r.pos, r.pos+r.size, r.s.maxBatchSize(), recordbatchHeaderChunk, nil)
+		for {
+			h, err := sc.header()
+			if err != nil {
+				break // io.EOF at the range's end; the range holds whole batches
+			}
 			if h.LastOffset() >= off {
 				changed = l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset) || changed
 			}
-			off = max(off, h.NextOffset())
+			sc.skip(h)
 		}
+		off = max(off, r.NextOffset())
+		r.Close()
 	}
 	if changed {
 		return l.writeEpochs()
