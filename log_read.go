@@ -363,13 +363,15 @@ func firstRecordAtOrAfter(b []byte, lim recordbatch.Limits, from, ts int64) (int
 }
 
 // ReadRecords returns the records from offset on, decoded from the batches ReadBatches(nil,
-// offset, maxBytes) returns: at least one record when offset is below the log end offset (unless
-// the batches there hold only control records), none at the log end offset. The records are the
-// caller's. Errors as for ReadBatches.
+// offset, maxBytes) returns, until their keys and values total maxBytes: at least one record when
+// offset is below the log end offset (unless the batches there hold only control records), none
+// at the log end offset. ReadRecords(offset, 1) returns one record. The records are the caller's
+// (one allocation of records, bytes and headers for each batch, not for each record). Errors as
+// for ReadBatches.
 func (l *Log) ReadRecords(offset int64, maxBytes int) ([]*Record, error) {
 	b, err := l.ReadBatches(nil, offset, maxBytes)
 	if err != nil {
 		return nil, err
 	}
-	return DecodeRecords(nil, b, offset, l.cfg.readDecompressLimit())
+	return decodeChecked(nil, b, offset, l.cfg.readDecompressLimit(), maxBytes)
 }

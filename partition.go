@@ -204,7 +204,7 @@ func (p *Partition) ReadRecords(offset int64, maxBytes int) ([]*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	recs, err := DecodeRecords(nil, b, offset, p.log.cfg.readDecompressLimit())
+	recs, err := decodeChecked(nil, b, offset, p.log.cfg.readDecompressLimit(), maxBytes)
 	for _, r := range recs {
 		r.Topic, r.Partition = p.topic.name, p.id
 	}

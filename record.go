@@ -1,6 +1,7 @@
 package commitlog
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -87,4 +88,67 @@ func take(buf, p []byte) ([]byte, []byte) {
 	}
 	buf = append(buf, p...)
 	return buf[len(buf)-len(p) : len(buf) : len(buf)], buf
+}
+
+// decodeChecked is DecodeRecords for batches the log's read has just CRC-checked (ReadBatches
+// output): one pass over each batch (recordbatch.Decoder.EachRecord) instead of Decode's CRC
+// check and two parses, the same ownership (a records slab, a byte buffer and a header slab per
+// batch). With maxBytes > 0 it stops once the records taken hold that many bytes of keys and
+// values, after at least one record, so that a read of one record copies one.
+func decodeChecked(dst []*Record, batches []byte, from int64, maxDecompressed, maxBytes int) ([]*Record, error) {
+	dec := recordbatch.Decoder{Limits: recordbatch.Limits{MaxBatchSize: -1, MaxDecompressedSize: maxDecompressed}}
+	taken := 0
+	for pos := 0; pos < len(batches); {
+		h, err := recordbatch.ParseHeader(batches[pos:], 0)
+		if err != nil || h.Size() > len(batches)-pos {
+			return dst, fmt.Errorf("%w: batch at byte %d: %w", ErrCorrupt, pos, errors.Join(err, recordbatch.ErrShort))
+		}
+		if h.Attributes.Control() || h.LastOffset() < from {
+			pos += h.Size()
+			continue
+		}
+		var (
+			buf  []byte
+			slab []Record
+			hdrs []Header
+			full bool
+		)
+		_, err = dec.EachRecord(batches[pos:], func(h *recordbatch.Header, r *recordbatch.Record) bool {
+			off := h.RecordOffset(r)
+			if off < from {
+				return true
+			}
+			if buf == nil {
+				// Sized once a batch: the records section bounds every key, value and header
+				// value in it.
+				buf = make([]byte, 0, h.Size())
+				slab = make([]Record, 0, min(int(h.RecordCount), h.Size()/6)) // a record takes 6 bytes at least
+			}
+			slab = append(slab, Record{Offset: off, Timestamp: time.UnixMilli(h.RecordTimestamp(r))})
+			rec := &slab[len(slab)-1]
+			rec.Key, buf = take(buf, r.Key)
+			rec.Value, buf = take(buf, r.Value)
+			if len(r.Headers) > 0 {
+				start := len(hdrs)
+				for _, hd := range r.Headers {
+					var v []byte
+					v, buf = take(buf, hd.Value)
+					hdrs = append(hdrs, Header{Key: hd.Key, Value: v})
+				}
+				rec.Headers = hdrs[start:len(hdrs):len(hdrs)]
+			}
+			dst = append(dst, rec)
+			taken += len(r.Key) + len(r.Value)
+			full = maxBytes > 0 && taken >= maxBytes
+			return !full
+		})
+		if err != nil {
+			return dst, fmt.Errorf("%w: batch at byte %d: %w", ErrCorrupt, pos, err)
+		}
+		if full {
+			return dst, nil
+		}
+		pos += h.Size()
+	}
+	return dst, nil
 }
