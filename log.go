@@ -72,6 +72,8 @@ type Log struct {
 	// highWatermark is the partition's high watermark as last told by its Partition, saved in the
 	// state checkpoint; -1 for a log that no replication uses (see Partition).
 	highWatermark atomic.Int64
+	// roleEpoch is the leader epoch of the partition's last role, saved with the high watermark.
+	roleEpoch atomic.Int32
 
 	// retireMu guards retired: segments removed from the log whose files wait for their readers
 	// and their delete delay before they are deleted.
@@ -138,6 +140,7 @@ func openLog(dir string, cfg LogConfig, o options, lock bool) (l *Log, err error
 	l.highWatermark.Store(-1)
 	if haveState && st.replicated {
 		l.highWatermark.Store(st.highWatermark)
+		l.roleEpoch.Store(st.leaderEpoch)
 	}
 	if err := l.load(); err != nil {
 		return nil, err

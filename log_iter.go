@@ -36,6 +36,7 @@ func (l *Log) scan(from, end int64, yield func(*Record, error) bool) {
 	var buf []byte
 	var rec Record
 	lastTS := int64(math.MinInt64)
+	var lastTime time.Time
 	if start, leo := l.LogStartOffset(), l.LogEndOffset(); from < start || from > leo {
 		yield(nil, fmt.Errorf("%w: offset %d, log %s holds [%d, %d)", ErrOffsetOutOfRange, from, l.dir, start, leo))
 		return
@@ -65,8 +66,9 @@ func (l *Log) scan(from, end int64, yield func(*Record, error) bool) {
 				// Field by field: a composite literal would clear and copy the whole struct.
 				rec.Key, rec.Value, rec.Headers, rec.Offset = r.Key, r.Value, r.Headers, off
 				if ts := h.RecordTimestamp(r); ts != lastTS {
-					rec.Timestamp, lastTS = time.UnixMilli(ts), ts
+					lastTime, lastTS = time.UnixMilli(ts), ts
 				}
+				rec.Timestamp = lastTime // every field is set again: the loop body may change them
 				stop = !yield(&rec, nil)
 				return !stop
 			})

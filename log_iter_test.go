@@ -3,6 +3,7 @@ package commitlog
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -109,4 +110,25 @@ func TestScanAllocatesNothingPerRecord(t *testing.T) {
 	// which grow by doubling: about 20 a batch of these records, 1,000 with two headers each),
 	// never per record: 4,000 records would make at least 4,000.
 	require.Less(t, allocs, 200.0, "allocations per scan of 4,000 records")
+}
+
+// TestScanResetsEveryField: a loop body that changes a record does not change the next one.
+func TestScanResetsEveryField(t *testing.T) {
+	l := openTestLog(t, fsys.NewMemory(), "/log", baseConfig())
+	recs := workloadRecords(0, 3)
+	for _, r := range recs {
+		r.Timestamp = testEpoch // one timestamp for all three
+	}
+	require.NoError(t, l.Append(context.Background(), recs...))
+	var seen []time.Time
+	for r, err := range l.Scan(0) {
+		require.NoError(t, err)
+		seen = append(seen, r.Timestamp)
+		r.Timestamp = r.Timestamp.Add(time.Hour)
+		r.Key = nil
+	}
+	require.Len(t, seen, 3)
+	for _, ts := range seen {
+		require.True(t, ts.Equal(testEpoch), "timestamp %v", ts)
+	}
 }

@@ -14,13 +14,17 @@ import (
 // entering the process; elsewhere, and on the in-memory file system, it copies through a buffer.
 //
 // A BatchRange holds its segment: retention and the open-file bound leave its files alone until
-// Close. The bytes are not CRC-checked on the way out (Kafka's broker does not check them on a
-// fetch either; consumers do): use ReadBatches for checked bytes.
+// Close. A truncation (TruncateTo) into its segment does not wait for it: WriteTo then returns
+// ErrOffsetOutOfRange, whether it notices before sending or only after, when the bytes sent may
+// be others than the range's (a broker closes that connection; Kafka's consumers check CRCs).
+// The bytes are not CRC-checked on the way out (Kafka's broker does not check them on a fetch
+// either): use ReadBatches for checked bytes.
 type BatchRange struct {
 	l         *Log
 	s         *segment // nil for an empty range
 	pos, size int64
 	next      int64
+	gen       uint64 // s.truncations when the range was taken
 	once      sync.Once
 }
 
@@ -32,20 +36,38 @@ func (r *BatchRange) NextOffset() int64 { return r.next }
 
 // WriteTo writes the range's bytes to w and returns how many it wrote: with sendfile when w is a
 // socket or file of the operating system (a *net.TCPConn, an *os.File) and the log is on the OS
-// file system, with a copy otherwise. Errors are w's, or the file's read error (ErrClosed once
-// the log closed).
+// file system, with a copy otherwise. Errors are w's, or the file's read error (wrapping
+// ErrClosed once the log closed), or ErrOffsetOutOfRange after a truncation (see BatchRange).
 func (r *BatchRange) WriteTo(w io.Writer) (int64, error) {
 	if r.s == nil {
 		return 0, nil
 	}
-	if n, handled, err := sendfile(w, r.s.file, r.pos, r.size); handled {
-		return n, err
+	if err := r.check(); err != nil {
+		return 0, err
 	}
-	n, err := io.Copy(w, io.NewSectionReader(r.s.file, r.pos, r.size))
-	if err == nil && n < r.size {
-		err = io.ErrUnexpectedEOF
+	n, handled, err := sendfile(w, r.s.file, r.pos, r.size)
+	if !handled {
+		n, err = io.Copy(w, io.NewSectionReader(r.s.file, r.pos, r.size))
+		if err == nil && n < r.size {
+			err = io.ErrUnexpectedEOF
+		}
+	}
+	if cerr := r.check(); cerr != nil {
+		return n, cerr
+	}
+	if err != nil && r.l.isClosed() {
+		err = fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	return n, err
+}
+
+// check returns ErrOffsetOutOfRange once the range's segment was truncated in place.
+func (r *BatchRange) check() error {
+	if r.s.truncations.Load() != r.gen {
+		return fmt.Errorf("%w: segment %s was truncated while a range of offsets up to %d was held",
+			ErrOffsetOutOfRange, r.s.path(logSuffix), r.next-1)
+	}
+	return nil
 }
 
 // Close releases the segment. It returns nil, also when called again.
@@ -132,7 +154,7 @@ func (l *Log) readRange(offset int64, maxBytes int, upTo int64) (*BatchRange, er
 // s holds no such batch.
 func (l *Log) rangeIn(s *segment, offset, pos, limit int64, maxBytes int, upTo int64) (*BatchRange, bool, error) {
 	sc := newScanner(s.file, pos, limit, s.maxBatchSize(), recordbatchHeaderChunk, nil)
-	r := &BatchRange{l: l, s: s, pos: -1}
+	r := &BatchRange{l: l, s: s, pos: -1, gen: s.truncations.Load()}
 	for {
 		h, err := sc.header()
 		if errors.Is(err, io.EOF) {

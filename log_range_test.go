@@ -183,3 +183,26 @@ func TestReadRangeHoldsSegment(t *testing.T) {
 		require.False(t, fsExists(t, fsy, segPath(dir, 0, logSuffix+deletedSuffix)), "removed once the range is closed")
 	})
 }
+
+// TestReadRangeAfterTruncationAndClose: a range whose segment was truncated under it, or whose
+// log closed, reports it instead of sending other bytes quietly.
+func TestReadRangeAfterTruncationAndClose(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		l := openTestLog(t, fsy, t.TempDir(), baseConfig())
+		appendBatches(t, l, 2, 10)
+		r, err := l.ReadRange(0, 1<<20)
+		require.NoError(t, err)
+		require.NoError(t, l.TruncateTo(0))
+		appendBatches(t, l, 2, 10) // new batches at the same positions
+		_, err = r.WriteTo(io.Discard)
+		require.ErrorIs(t, err, ErrOffsetOutOfRange)
+		require.NoError(t, r.Close())
+
+		r, err = l.ReadRange(0, 1<<20)
+		require.NoError(t, err)
+		require.NoError(t, l.Close())
+		_, err = r.WriteTo(&bytes.Buffer{})
+		require.ErrorIs(t, err, ErrClosed)
+		require.NoError(t, r.Close())
+	})
+}

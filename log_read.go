@@ -17,8 +17,10 @@ const locateChunk = 8 << 10
 // order, up to maxBytes in total (the first batch is returned whole even when larger), and
 // returns the extended slice. The batches are Kafka's bytes as stored: a broker can hand them to
 // a fetch response unchanged. The first batch may start below offset (a batch is never split);
-// batches never reach past the log end offset seen when the call began. Every batch returned has
-// a verified CRC.
+// batches never reach past the log end offset seen when the call began. The batches come from one
+// segment, as a Kafka fetch's do: a read that reaches the end of a segment stops there, and the
+// next read, from the offset after its last batch, goes on in the next segment. Every batch
+// returned has a verified CRC.
 //
 // Reading at exactly the log end offset returns dst unchanged and no error. It returns
 // ErrOffsetOutOfRange when offset < LogStartOffset or offset > LogEndOffset, ErrCorrupt (naming

@@ -17,15 +17,16 @@ const stateFileName = "commitlog-state"
 // logState is what a log checkpoints about itself: where it starts, up to where its data is known
 // to be on disk, whether it was closed cleanly (then nothing needs scanning on open), and the
 // partition's high watermark when replication uses it (Kafka keeps that in the log directory's
-// replication-offset-checkpoint). The high-watermark line is written only for a replicated
-// partition; a state file without it (every file written before replication existed) reads as
+// replication-offset-checkpoint), with the epoch of its last role, so that a restarted replica
+// still refuses older epochs. Those two lines are written only for a replicated partition; a state file without it (every file written before replication existed) reads as
 // not replicated.
 type logState struct {
 	logStartOffset int64
 	recoveryPoint  int64
 	clean          bool
-	replicated     bool  // highWatermark is set
+	replicated     bool  // highWatermark and leaderEpoch are set
 	highWatermark  int64 // when replicated
+	leaderEpoch    int32 // the epoch of the partition's last role, when replicated
 }
 
 const logStateFormat = "log-start-offset %d\nrecovery-point %d\nclean-shutdown %d\n"
@@ -37,7 +38,7 @@ func (st logState) encode() []byte {
 	}
 	b := fmt.Appendf(nil, logStateFormat, st.logStartOffset, st.recoveryPoint, c)
 	if st.replicated {
-		b = fmt.Appendf(b, "high-watermark %d\n", st.highWatermark)
+		b = fmt.Appendf(b, "high-watermark %d\nleader-epoch %d\n", st.highWatermark, st.leaderEpoch)
 	}
 	return b
 }
@@ -51,10 +52,13 @@ func decodeLogState(b []byte) (logState, error) {
 		st.replicated = true
 		_, err = fmt.Fscanf(r, "high-watermark %d\n", &st.highWatermark)
 		if err == nil && r.Len() > 0 {
+			_, err = fmt.Fscanf(r, "leader-epoch %d\n", &st.leaderEpoch)
+		}
+		if err == nil && r.Len() > 0 {
 			err = fmt.Errorf("%d bytes after the last line", r.Len())
 		}
 	}
-	if err != nil || st.logStartOffset < 0 || st.recoveryPoint < 0 || (c != 0 && c != 1) || st.highWatermark < 0 {
+	if err != nil || st.logStartOffset < 0 || st.recoveryPoint < 0 || (c != 0 && c != 1) || st.highWatermark < 0 || st.leaderEpoch < 0 {
 		return logState{}, fmt.Errorf("%w: malformed log state %q", checkpoint.ErrCorrupt, b)
 	}
 	st.clean = c == 1
@@ -84,7 +88,7 @@ func (l *Log) readState() (logState, bool) {
 // The high watermark is the one last set, whatever st says.
 func (l *Log) writeState(st logState) error {
 	hw := l.highWatermark.Load()
-	st.replicated, st.highWatermark = hw >= 0, max(hw, 0)
+	st.replicated, st.highWatermark, st.leaderEpoch = hw >= 0, max(hw, 0), max(l.roleEpoch.Load(), 0)
 	return checkpoint.Write(l.fs, filepath.Join(l.dir, stateFileName), st.encode())
 }
 

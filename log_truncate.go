@@ -157,6 +157,7 @@ func (s *segment) positionOf(offset int64) (int64, error) {
 // truncate cuts the segment's data at pos, makes it the writable active segment again and
 // rebuilds its indexes and state from what remains.
 func (s *segment) truncate(pos int64) error {
+	s.truncations.Add(1)
 	if err := s.file.Truncate(pos); err != nil {
 		return err
 	}

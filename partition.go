@@ -39,7 +39,8 @@ type Partition struct {
 	// role, waking AcksAll appends and waiting fetches; nil while nobody waits.
 	changed   chan struct{}
 	closed    bool
-	stopCheck chan struct{} // stops the ISR check of a leader with followers
+	stopCheck chan struct{}   // stops the ISR check of a leader with followers
+	fetcher   *ReplicaFetcher // the running fetch loop of a follower, or nil
 }
 
 // newPartition wraps partition id's log. A log whose state holds a high watermark was replicated
@@ -47,7 +48,7 @@ type Partition struct {
 // and takes no appends until BecomeLeader or BecomeFollower says its role (a restarted Kafka
 // broker waits for the controller likewise). Any other log opens as a leader on its own.
 func newPartition(t *Topic, id int32, l *Log) *Partition {
-	p := &Partition{topic: t, id: id, log: l, epoch: max(l.latestEpoch(), 0)}
+	p := &Partition{topic: t, id: id, log: l, epoch: max(l.latestEpoch(), l.roleEpoch.Load(), 0)}
 	if hw := l.highWatermark.Load(); hw >= 0 {
 		p.replicated.Store(true)
 		p.follower = true
@@ -77,8 +78,14 @@ func (p *Partition) Append(ctx context.Context, recs ...*Record) error {
 // replicas than MinInsyncReplicas are in sync. An AcksAll append whose records were written
 // returns ctx's error if ctx is done before the high watermark passes them, and ErrNotLeader if
 // the partition stops leading first: the records stay in the log, unacknowledged, and a new
-// leader may or may not have them. Other errors as for Log.Append.
+// leader may or may not have them. ErrNotEnoughReplicas also when the high watermark passed the
+// records after followers left the in-sync replicas, leaving fewer than MinInsyncReplicas: the
+// records are committed with fewer copies than asked (Kafka's NOT_ENOUGH_REPLICAS_AFTER_APPEND).
+// ErrInvalidConfig for an acks value other than the three. Other errors as for Log.Append.
 func (p *Partition) AppendAcks(ctx context.Context, acks Acks, recs ...*Record) error {
+	if err := acks.check(); err != nil {
+		return err
+	}
 	for _, r := range recs {
 		r.Topic, r.Partition = p.topic.name, p.id
 	}
@@ -100,6 +107,9 @@ func (p *Partition) AppendAcks(ctx context.Context, acks Acks, recs ...*Record) 
 // leader epoch (see Log.AppendAsLeader), and returns when acks says (see AppendAcks), as Kafka's
 // broker answers a produce request. Errors as for AppendAcks and Log.AppendAsLeader.
 func (p *Partition) AppendAsLeader(ctx context.Context, acks Acks, batches []byte) (firstOffset, lastOffset int64, err error) {
+	if err := acks.check(); err != nil {
+		return 0, 0, err
+	}
 	var first, last int64
 	err = p.appendAsLeader(ctx, acks, func() (uint64, error) {
 		seq, f, l, err := p.log.appendRawLeader(ctx, batches)
@@ -256,9 +266,18 @@ func (p *Partition) Size() int64 { return p.log.Size() }
 func (p *Partition) SegmentCount() int { return p.log.SegmentCount() }
 
 // TruncateTo removes the records at or after offset; see Log.TruncateTo. The high watermark
-// drops with the log end offset when it was above it.
+// drops with the log end offset when it was above it. A partition leading followers refuses it
+// with ErrNotLeader: its log is the one the followers copy, and a Kafka leader never truncates
+// (a follower's fetch loop truncates followers as needed).
 func (p *Partition) TruncateTo(offset int64) error {
 	p.roleMu.RLock()
+	p.mu.Lock()
+	leading, epoch := !p.follower && len(p.replicas) > 0, p.epoch
+	p.mu.Unlock()
+	if leading {
+		p.roleMu.RUnlock()
+		return fmt.Errorf("%w: topic %s partition %d leads epoch %d with followers; a leader does not truncate", ErrNotLeader, p.topic.name, p.id, epoch)
+	}
 	err := p.log.TruncateTo(offset)
 	p.roleMu.RUnlock()
 	p.logCut()

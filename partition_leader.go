@@ -57,6 +57,7 @@ func (p *Partition) BecomeLeader(cfg LeaderConfig) error {
 	leo := p.log.LogEndOffset()
 	hw := p.HighWatermark()
 	p.follower, p.epoch, p.epochStart, p.lagTimeMax = false, cfg.Epoch, leo, cfg.LagTimeMax
+	p.log.roleEpoch.Store(cfg.Epoch)
 	p.replicas = p.replicas[:0]
 	for _, id := range cfg.Followers {
 		p.replicas = append(p.replicas, &replicaState{id: id, leo: -1, lastCaughtUp: now, inSync: true,
@@ -97,6 +98,7 @@ func (p *Partition) BecomeFollower(epoch int32) error {
 	p.mu.Lock()
 	hw := p.HighWatermark()
 	p.follower, p.epoch = true, epoch
+	p.log.roleEpoch.Store(epoch)
 	p.replicas = nil
 	p.stopISRCheckLocked()
 	p.hw.Store(hw)
@@ -199,12 +201,15 @@ func (p *Partition) checkLeader(acks Acks) error {
 }
 
 // awaitHighWatermark waits until the high watermark reaches next. ErrNotLeader when the
-// partition stops leading first, ErrClosed when it closes, ctx's error when ctx is done.
+// partition stops leading first, ErrClosed when it closes, ctx's error when ctx is done, and
+// ErrNotEnoughReplicas when the high watermark got there with fewer in-sync replicas than
+// min.insync.replicas (followers left the ISR after the write): committed, but with fewer
+// copies than asked, as Kafka's NOT_ENOUGH_REPLICAS_AFTER_APPEND says.
 func (p *Partition) awaitHighWatermark(ctx context.Context, next int64) error {
 	for {
 		ch := p.waitChan()
 		if p.HighWatermark() >= next {
-			return nil
+			return p.checkInsyncAfterAppend(next)
 		}
 		p.mu.Lock()
 		follower, closed, epoch := p.follower, p.closed, p.epoch
@@ -222,6 +227,27 @@ func (p *Partition) awaitHighWatermark(ctx context.Context, next int64) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// checkInsyncAfterAppend returns ErrNotEnoughReplicas when the in-sync replicas, the leader
+// included, are now fewer than min.insync.replicas.
+func (p *Partition) checkInsyncAfterAppend(next int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.follower || len(p.replicas) == 0 {
+		return nil
+	}
+	isr := 1
+	for _, r := range p.replicas {
+		if r.inSync {
+			isr++
+		}
+	}
+	if minISR := p.log.cfg.MinInsyncReplicas; isr < minISR {
+		return fmt.Errorf("%w: after the append: offsets below %d are committed with %d in-sync replicas of topic %s partition %d, min.insync.replicas is %d",
+			ErrNotEnoughReplicas, next, isr, p.topic.name, p.id, minISR)
+	}
+	return nil
 }
 
 // advanceHighWatermarkLocked moves a leader's high watermark to the smallest log end offset in

@@ -46,7 +46,7 @@ type ReplicaFetcher struct {
 }
 
 // Follow starts copying leader's log into this partition, which must be a follower
-// (BecomeFollower first), in a goroutine:
+// (BecomeFollower first) without a running fetch loop, in a goroutine:
 //  1. Before it fetches, and again whenever its epoch changes or the logs are found to differ,
 //     the follower asks the leader where its own latest leader epoch ends (EpochEndOffset) and
 //     truncates its log there (Kafka's KIP-101 truncation): whatever it holds past that point
@@ -58,13 +58,14 @@ type ReplicaFetcher struct {
 //     it deletes its log and starts over empty at the leader's log start offset.
 //
 // A restarted follower resumes from its own log end offset. Errors from the leader are retried
-// after cfg.Backoff; see Err. ErrInvalidConfig without a ReplicaID or when the partition leads.
+// after cfg.Backoff; see Err. ErrInvalidConfig without a ReplicaID or a leader, when the
+// partition leads, and while another fetch loop runs on it.
 func (p *Partition) Follow(leader Leader, cfg FollowerConfig) (*ReplicaFetcher, error) {
 	if cfg.ReplicaID == "" {
 		return nil, fmt.Errorf("%w: FollowerConfig.ReplicaID is empty", ErrInvalidConfig)
 	}
-	if p.IsLeader() {
-		return nil, fmt.Errorf("%w: topic %s partition %d is a leader; BecomeFollower first", ErrInvalidConfig, p.topic.name, p.id)
+	if leader == nil {
+		return nil, fmt.Errorf("%w: no leader to follow", ErrInvalidConfig)
 	}
 	if cfg.MaxBytes <= 0 {
 		cfg.MaxBytes = DefaultReplicaFetchMaxBytes
@@ -77,6 +78,19 @@ func (p *Partition) Follow(leader Leader, cfg FollowerConfig) (*ReplicaFetcher, 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &ReplicaFetcher{p: p, leader: leader, cfg: cfg, cancel: cancel, done: make(chan struct{})}
+	p.mu.Lock()
+	switch {
+	case !p.follower:
+		p.mu.Unlock()
+		cancel()
+		return nil, fmt.Errorf("%w: topic %s partition %d is a leader; BecomeFollower first", ErrInvalidConfig, p.topic.name, p.id)
+	case p.fetcher != nil:
+		p.mu.Unlock()
+		cancel()
+		return nil, fmt.Errorf("%w: topic %s partition %d already follows; Close its fetcher first", ErrInvalidConfig, p.topic.name, p.id)
+	}
+	p.fetcher = f
+	p.mu.Unlock()
 	go f.run(ctx)
 	return f, nil
 }
@@ -115,8 +129,15 @@ func (f *ReplicaFetcher) setErr(err error) {
 var errRoleChanged = errors.New("commitlog: follower's epoch or role changed")
 
 func (f *ReplicaFetcher) run(ctx context.Context) {
-	defer close(f.done)
 	p := f.p
+	defer func() {
+		p.mu.Lock()
+		if p.fetcher == f {
+			p.fetcher = nil
+		}
+		p.mu.Unlock()
+		close(f.done)
+	}()
 	epoch, truncated := UndefinedEpoch, false
 	for ctx.Err() == nil {
 		cur, follower := p.followerEpoch()

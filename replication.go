@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -106,6 +107,16 @@ const (
 	// replicas are fewer than MinInsyncReplicas (Kafka's acks=all, the default since Kafka 3.0).
 	AcksAll Acks = -1
 )
+
+// check returns ErrInvalidConfig for a value other than AcksNone, AcksLeader and AcksAll (Kafka
+// answers INVALID_REQUIRED_ACKS).
+func (a Acks) check() error {
+	switch a {
+	case AcksNone, AcksLeader, AcksAll:
+		return nil
+	}
+	return fmt.Errorf("%w: acks %d (0, 1 or -1)", ErrInvalidConfig, a)
+}
 
 // DefaultLagTimeMax is Kafka's replica.lag.time.max.ms: a follower that has not caught up with
 // the leader's log end offset for this long leaves the in-sync replicas.

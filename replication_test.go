@@ -1055,3 +1055,77 @@ func TestReplicationFollowerFollowsLogStartOffset(t *testing.T) {
 		requireSameBytes(t, readAllPartitionBatches(t, leader), readAllPartitionBatches(t, f))
 	})
 }
+
+// TestReplicationReviewFixes: the behaviours a review of the first version found missing.
+func TestReplicationReviewFixes(t *testing.T) {
+	ctx := context.Background()
+	t.Run("acks=all committed with fewer in-sync replicas than min.insync.replicas", func(t *testing.T) {
+		forEachStore(t, func(t *testing.T, env *storeEnv) {
+			cfg := TopicConfig{LogConfig: LogConfig{MinInsyncReplicas: 2}}
+			_, p := repOpen(t, env, cfg, repOptions(time.Now)...)
+			require.NoError(t, p.BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"b"}, LagTimeMax: 20 * time.Millisecond}))
+			// b is in the ISR when the append starts, never fetches, and leaves it.
+			err := p.Append(ctx, repRecs("v", 0, 1)...)
+			require.ErrorIs(t, err, ErrNotEnoughReplicas)
+			require.Empty(t, p.ISR())
+			require.Equal(t, int64(1), p.HighWatermark(), "written and committed, with one copy")
+			// The next one is refused before it writes.
+			require.ErrorIs(t, p.Append(ctx, repRecs("v", 1, 1)...), ErrNotEnoughReplicas)
+			require.Equal(t, int64(1), p.LogEndOffset())
+		})
+	})
+	t.Run("a leader with followers does not truncate", func(t *testing.T) {
+		forEachStore(t, func(t *testing.T, env *storeEnv) {
+			_, p := repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
+			require.NoError(t, p.AppendAcks(ctx, AcksLeader, repRecs("v", 0, 10)...))
+			require.NoError(t, p.BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"b"}}))
+			require.ErrorIs(t, p.TruncateTo(3), ErrNotLeader)
+			require.Equal(t, int64(10), p.LogEndOffset())
+			require.NoError(t, p.BecomeLeader(LeaderConfig{Epoch: 2})) // on its own again
+			require.NoError(t, p.TruncateTo(3))
+			require.Equal(t, int64(0), p.LogEndOffset(), "the whole batch 0-9 goes")
+		})
+	})
+	t.Run("one fetch loop a partition; a leader is required", func(t *testing.T) {
+		forEachStore(t, func(t *testing.T, env *storeEnv) {
+			_, leader := repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
+			require.NoError(t, leader.BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"b"}}))
+			_, f := repOpen(t, env.another(t), TopicConfig{}, repOptions(fixedClock)...)
+			require.NoError(t, f.BecomeFollower(1))
+			_, err := f.Follow(nil, FollowerConfig{ReplicaID: "b"})
+			require.ErrorIs(t, err, ErrInvalidConfig)
+			first, err := f.Follow(leader, FollowerConfig{ReplicaID: "b", MaxWait: time.Millisecond})
+			require.NoError(t, err)
+			_, err = f.Follow(leader, FollowerConfig{ReplicaID: "b"})
+			require.ErrorIs(t, err, ErrInvalidConfig)
+			require.NoError(t, first.Close())
+			again, err := f.Follow(leader, FollowerConfig{ReplicaID: "b", MaxWait: time.Millisecond})
+			require.NoError(t, err)
+			require.NoError(t, again.Close())
+		})
+	})
+	t.Run("unknown acks", func(t *testing.T) {
+		forEachStore(t, func(t *testing.T, env *storeEnv) {
+			_, p := repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
+			require.ErrorIs(t, p.AppendAcks(ctx, Acks(7), repRecs("v", 0, 1)...), ErrInvalidConfig)
+			_, _, err := p.AppendAsLeader(ctx, Acks(2), encodeBatch(t, 0, repRecs("v", 0, 1)))
+			require.ErrorIs(t, err, ErrInvalidConfig)
+			require.Equal(t, int64(0), p.LogEndOffset())
+		})
+	})
+}
+
+// TestReplicationEpochSurvivesRestart: a replica restarted after BecomeFollower(7), with no
+// batch of epoch 7 in its log, still refuses epoch 5.
+func TestReplicationEpochSurvivesRestart(t *testing.T) {
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		s, p := repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
+		require.NoError(t, p.BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"b"}}))
+		require.NoError(t, p.BecomeFollower(7))
+		require.NoError(t, s.Close())
+		_, p = repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
+		require.Equal(t, int32(7), p.LeaderEpoch())
+		require.ErrorIs(t, p.BecomeLeader(LeaderConfig{Epoch: 5}), ErrFencedLeaderEpoch)
+		require.NoError(t, p.BecomeLeader(LeaderConfig{Epoch: 8}))
+	})
+}

@@ -102,8 +102,11 @@ type segment struct {
 	// retired is set when retention or truncation removed the segment from the log and renamed
 	// its files "*.deleted" (set under the log's retireMu and openMu); deleteAt, guarded by
 	// retireMu, is when they may go.
-	retired  atomic.Bool // read without retireMu by release, on every read's end
-	deleteAt time.Time
+	retired atomic.Bool // read without retireMu by release, on every read's end
+	// truncations counts the times the segment's data was cut in place (TruncateTo), so that a
+	// BatchRange, which holds positions rather than bytes, can tell that they changed.
+	truncations atomic.Uint64
+	deleteAt    time.Time
 }
 
 func (s *segment) path(suffix string) string {
