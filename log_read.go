@@ -371,9 +371,31 @@ func firstRecordAtOrAfter(b []byte, lim recordbatch.Limits, from, ts int64) (int
 // (one allocation of records, bytes and headers for each batch, not for each record). Errors as
 // for ReadBatches.
 func (l *Log) ReadRecords(offset int64, maxBytes int) ([]*Record, error) {
-	b, err := l.ReadBatches(nil, offset, maxBytes)
+	buf := l.getReadBuf()
+	defer l.putReadBuf(buf)
+	b, err := l.ReadBatches((*buf)[:0], offset, maxBytes)
+	*buf = b
 	if err != nil {
 		return nil, err
 	}
 	return decodeChecked(nil, b, offset, l.cfg.readDecompressLimit(), maxBytes)
+}
+
+// getReadBuf returns a pooled buffer for batches that are decoded and copied out before it goes
+// back (putReadBuf): a read of one record does not allocate its whole batch.
+func (l *Log) getReadBuf() *[]byte {
+	if b, ok := l.readBufs.Get().(*[]byte); ok {
+		return b
+	}
+	return new([]byte)
+}
+
+// maxPooledReadBuf bounds the buffers kept for reuse: a rare huge read does not pin its memory.
+const maxPooledReadBuf = 8 << 20
+
+func (l *Log) putReadBuf(b *[]byte) {
+	if cap(*b) <= maxPooledReadBuf {
+		*b = (*b)[:0]
+		l.readBufs.Put(b)
+	}
 }

@@ -210,7 +210,10 @@ func (p *Partition) ReadRange(offset int64, maxBytes int) (*BatchRange, error) {
 // ReadRecords returns the records from offset on, below the high watermark, decoded from the
 // batches ReadBatches returns; their Topic and Partition are set. Errors as for ReadBatches.
 func (p *Partition) ReadRecords(offset int64, maxBytes int) ([]*Record, error) {
-	b, err := p.ReadBatches(nil, offset, maxBytes)
+	buf := p.log.getReadBuf()
+	defer p.log.putReadBuf(buf)
+	b, err := p.ReadBatches((*buf)[:0], offset, maxBytes)
+	*buf = b
 	if err != nil {
 		return nil, err
 	}
