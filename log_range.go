@@ -90,36 +90,17 @@ func (l *Log) ReadRange(offset int64, maxBytes int) (*BatchRange, error) {
 
 // readRange is ReadRange with only batches wholly below upTo.
 func (l *Log) readRange(offset int64, maxBytes int, upTo int64) (*BatchRange, error) {
-	l.mu.RLock()
-	if l.closed {
-		l.mu.RUnlock()
-		return nil, ErrClosed
+	s, pos, limit, end, err := l.locate(offset)
+	if err != nil {
+		return nil, err
 	}
-	start, end := l.logStartOffset, l.active().nextOffset
-	if offset < start || offset > end {
-		l.mu.RUnlock()
-		return nil, fmt.Errorf("%w: offset %d, log %s holds [%d, %d)", ErrOffsetOutOfRange, offset, l.dir, start, end)
-	}
-	if offset >= min(end, upTo) {
-		l.mu.RUnlock()
+	if s == nil || offset >= upTo {
+		if s != nil {
+			l.release(s)
+		}
 		return &BatchRange{l: l, next: offset}, nil
 	}
-	s := l.segments[l.segmentFor(offset)]
-	acquire(s)
-	limit := s.size.Load()
-	var pos int64
-	ready := s.filesReady()
-	if ready {
-		_, pos = s.offsetIdx.Lookup(offset)
-	}
-	l.mu.RUnlock()
-	if !ready {
-		var err error
-		if pos, err = l.openAndLookup(s, offset); err != nil {
-			l.release(s)
-			return nil, err
-		}
-	}
+	end = min(end, upTo)
 	for {
 		r, found, err := l.rangeIn(s, offset, pos, limit, maxBytes, upTo)
 		if err != nil || found {
@@ -130,22 +111,13 @@ func (l *Log) readRange(offset int64, maxBytes int, upTo int64) (*BatchRange, er
 		}
 		// A gap after this segment's last batch (compaction): the next segment goes on.
 		l.release(s)
-		l.mu.RLock()
-		next := l.segmentAfter(s.baseOffset)
-		if next == nil || next.baseOffset >= min(end, upTo) || l.closed {
-			l.mu.RUnlock()
+		if s, err = l.nextSegment(s, end); err != nil {
+			return nil, err
+		}
+		if s == nil {
 			return &BatchRange{l: l, next: offset}, nil
 		}
-		s, pos, limit = next, 0, next.size.Load()
-		acquire(s)
-		ready := s.filesReady()
-		l.mu.RUnlock()
-		if !ready {
-			if err := l.openForRead(s); err != nil {
-				l.release(s)
-				return nil, err
-			}
-		}
+		pos, limit = 0, s.size.Load()
 	}
 }
 

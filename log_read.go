@@ -27,37 +27,10 @@ const locateChunk = 8 << 10
 // segment, position and offset) when the first batch it would return is corrupt, and ErrClosed
 // after Close. Readers never block writers.
 func (l *Log) ReadBatches(dst []byte, offset int64, maxBytes int) ([]byte, error) {
-	l.mu.RLock()
-	if l.closed {
-		l.mu.RUnlock()
-		return dst, ErrClosed
+	s, pos, limit, end, err := l.locate(offset)
+	if err != nil || s == nil {
+		return dst, err
 	}
-	start, end := l.logStartOffset, l.active().nextOffset
-	if offset < start || offset > end {
-		l.mu.RUnlock()
-		return dst, fmt.Errorf("%w: offset %d, log %s holds [%d, %d)", ErrOffsetOutOfRange, offset, l.dir, start, end)
-	}
-	if offset == end {
-		l.mu.RUnlock()
-		return dst, nil
-	}
-	s := l.segments[l.segmentFor(offset)]
-	acquire(s)
-	limit := s.size.Load()
-	var pos int64
-	ready := s.filesReady()
-	if ready {
-		_, pos = s.offsetIdx.Lookup(offset)
-	}
-	l.mu.RUnlock()
-	if !ready {
-		var err error
-		if pos, err = l.openAndLookup(s, offset); err != nil {
-			l.release(s)
-			return dst, err
-		}
-	}
-
 	buf := l.getScratch()
 	defer l.scratch.Put(buf)
 	for {
@@ -74,23 +47,68 @@ func (l *Log) ReadBatches(dst []byte, offset int64, maxBytes int) ([]byte, error
 		}
 		// offset lies in a gap after this segment's last batch (compaction leaves gaps): the
 		// next segment holds the following offsets.
-		l.mu.RLock()
-		next := l.segmentAfter(s.baseOffset)
-		if next == nil || next.baseOffset >= end || l.closed {
-			l.mu.RUnlock()
-			return dst, nil
+		if s, err = l.nextSegment(s, end); err != nil || s == nil {
+			return dst, err
 		}
-		s, pos, limit = next, 0, next.size.Load()
-		acquire(s)
-		ready := s.filesReady()
+		pos, limit = 0, s.size.Load()
+	}
+}
+
+// locate returns the segment that holds offset, acquired (the caller releases it), the position
+// its offset index gives to scan from, its size and the log end offset, all as of one moment. s
+// is nil, with no error, when offset is the log end offset. ErrClosed after Close,
+// ErrOffsetOutOfRange outside [LogStartOffset, LogEndOffset].
+func (l *Log) locate(offset int64) (s *segment, pos, limit, end int64, err error) {
+	l.mu.RLock()
+	if l.closed {
 		l.mu.RUnlock()
-		if !ready {
-			if err := l.openForRead(s); err != nil {
-				l.release(s)
-				return dst, err
-			}
+		return nil, 0, 0, 0, ErrClosed
+	}
+	start, end := l.logStartOffset, l.active().nextOffset
+	if offset < start || offset > end {
+		l.mu.RUnlock()
+		return nil, 0, 0, end, fmt.Errorf("%w: offset %d, log %s holds [%d, %d)", ErrOffsetOutOfRange, offset, l.dir, start, end)
+	}
+	if offset == end {
+		l.mu.RUnlock()
+		return nil, 0, 0, end, nil
+	}
+	s = l.segments[l.segmentFor(offset)]
+	acquire(s)
+	limit = s.size.Load()
+	ready := s.filesReady()
+	if ready {
+		_, pos = s.offsetIdx.Lookup(offset)
+	}
+	l.mu.RUnlock()
+	if !ready {
+		if pos, err = l.openAndLookup(s, offset); err != nil {
+			l.release(s)
+			return nil, 0, 0, end, err
 		}
 	}
+	return s, pos, limit, end, nil
+}
+
+// nextSegment returns the segment after s, acquired, or nil when none holds offsets below end
+// (or the log closed meanwhile). The caller has released s.
+func (l *Log) nextSegment(s *segment, end int64) (*segment, error) {
+	l.mu.RLock()
+	next := l.segmentAfter(s.baseOffset)
+	if next == nil || next.baseOffset >= end || l.closed {
+		l.mu.RUnlock()
+		return nil, nil
+	}
+	acquire(next)
+	ready := next.filesReady()
+	l.mu.RUnlock()
+	if !ready {
+		if err := l.openForRead(next); err != nil {
+			l.release(next)
+			return nil, err
+		}
+	}
+	return next, nil
 }
 
 // openForRead opens the files of s, which the caller has acquired, when the file cache closed
