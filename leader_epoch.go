@@ -15,7 +15,6 @@ import (
 
 	"github.com/commitlog-go/commitlog/internal/checkpoint"
 	"github.com/commitlog-go/commitlog/internal/fsys"
-	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
 
 // leaderEpochFileName is the file, in the partition folder, that lists the first offset each
@@ -287,21 +286,6 @@ func readWholeFile(fsy fsys.FS, name string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	return b, nil
-}
-
-// walkHeaders returns the headers of the back-to-back whole batches in b, which the log has
-// checked (ReadBatches output); it stops at the first header that does not parse or fit.
-func walkHeaders(b []byte) []recordbatch.Header {
-	var hs []recordbatch.Header
-	for len(b) >= recordbatch.HeaderSize {
-		h, err := recordbatch.ParseHeader(b, 0)
-		if err != nil || h.Size() > len(b) {
-			break
-		}
-		hs = append(hs, h)
-		b = b[h.Size():]
-	}
-	return hs
 }
 
 // latestEpoch returns the newest leader epoch the log holds batches or a start of, or

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
 
 // Partition is one partition of a topic: its log, its replication role (see replication.go) and
@@ -187,14 +189,7 @@ func (p *Partition) ReadBatches(dst []byte, offset int64, maxBytes int) ([]byte,
 	if err != nil {
 		return out, err
 	}
-	cut := n
-	for _, h := range walkHeaders(out[n:]) {
-		if h.LastOffset() >= hw {
-			break
-		}
-		cut += h.Size()
-	}
-	return out[:cut], nil
+	return out[:n+belowOffset(out[n:], hw)], nil
 }
 
 // ReadRange returns, not copied, the stored batches from offset on, up to maxBytes within one
@@ -355,4 +350,19 @@ func (p *Partition) close() {
 	p.closed = true
 	p.stopISRCheckLocked()
 	p.signalLocked()
+}
+
+// belowOffset returns how many bytes of b, back-to-back whole batches the log has checked
+// (ReadBatches output), hold batches wholly below offset: the prefix a reader may see under a
+// high watermark of offset.
+func belowOffset(b []byte, offset int64) int {
+	n := 0
+	for len(b)-n >= recordbatch.HeaderSize {
+		h, err := recordbatch.ParseHeader(b[n:], 0)
+		if err != nil || h.Size() > len(b)-n || h.LastOffset() >= offset {
+			break
+		}
+		n += h.Size()
+	}
+	return n
 }
