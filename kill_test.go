@@ -201,8 +201,17 @@ func TestKillRecovery(t *testing.T) {
 // acknowledgement lines it wrote before dying.
 func runKillChild(t *testing.T, dir string, seed uint64, delay time.Duration) (lines []string, stderr string, err error) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKillRecoveryChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), killChildDirEnv+"="+dir, killChildSeedEnv+"="+strconv.FormatUint(seed, 10))
+	return killChild("TestKillRecoveryChild",
+		[]string{killChildDirEnv + "=" + dir, killChildSeedEnv + "=" + strconv.FormatUint(seed, 10)},
+		func(ln string) bool { return strings.HasPrefix(ln, "ack ") }, delay)
+}
+
+// killChild runs the test named test of this binary as a child process with env added, kills it
+// with SIGKILL after delay, and returns the lines of its standard output that keep accepts,
+// written before it died. It fails unless the child died of the kill.
+func killChild(test string, env []string, keep func(string) bool, delay time.Duration) (lines []string, stderr string, err error) {
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
 	var errBuf bytes.Buffer
 	cmd.Stderr = &errBuf
 	out, err := cmd.StdoutPipe()
@@ -217,7 +226,7 @@ func runKillChild(t *testing.T, dir string, seed uint64, delay time.Duration) (l
 		var got []string
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if ln := sc.Text(); strings.HasPrefix(ln, "ack ") {
+			if ln := sc.Text(); keep(ln) {
 				got = append(got, ln)
 			}
 		}

@@ -1,8 +1,6 @@
 package commitlog
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -10,7 +8,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
@@ -330,42 +327,10 @@ func parsePositions(t *testing.T, fields []string) map[int32]int64 {
 // runStoreKillChild starts the child on dir, kills it with SIGKILL after delay and returns the
 // lines it wrote before dying.
 func runStoreKillChild(dir string, seed uint64, firstID int64, delay time.Duration) (lines []string, stderr string, err error) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestStoreKillChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), storeKillChildDirEnv+"="+dir,
-		storeKillChildSeedEnv+"="+strconv.FormatUint(seed, 10),
-		storeKillChildFirstEnv+"="+strconv.FormatInt(firstID, 10))
-	var errBuf bytes.Buffer
-	cmd.Stderr = &errBuf
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, "", err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, "", err
-	}
-	done := make(chan []string, 1)
-	go func() {
-		var got []string
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if ln := sc.Text(); strings.HasPrefix(ln, "ack ") || strings.HasPrefix(ln, "commit-") {
-				got = append(got, ln)
-			}
-		}
-		done <- got
-	}()
-	time.Sleep(delay)
-	killErr := cmd.Process.Kill()
-	lines = <-done
-	waitErr := cmd.Wait()
-	if killErr != nil && !errors.Is(killErr, os.ErrProcessDone) {
-		return lines, errBuf.String(), fmt.Errorf("kill: %w", killErr)
-	}
-	var ee *exec.ExitError
-	if !errors.As(waitErr, &ee) || ee.Exited() {
-		return lines, errBuf.String(), fmt.Errorf("child did not die of SIGKILL: %v", waitErr)
-	}
-	return lines, errBuf.String(), nil
+	return killChild("TestStoreKillChild", []string{storeKillChildDirEnv + "=" + dir,
+		storeKillChildSeedEnv + "=" + strconv.FormatUint(seed, 10),
+		storeKillChildFirstEnv + "=" + strconv.FormatInt(firstID, 10)},
+		func(ln string) bool { return strings.HasPrefix(ln, "ack ") || strings.HasPrefix(ln, "commit-") }, delay)
 }
 
 // verifyKilledStore reopens the store in dir after a kill and checks it against st; it returns
