@@ -302,16 +302,10 @@ func (p *Partition) ApplyRetention(now time.Time) (int, error) { return p.log.Ap
 // appended tells waiters and readers that the log end offset moved, and moves the high watermark
 // of a leader whose in-sync replicas allow it.
 func (p *Partition) appended() {
-	if p.replicated.Load() {
-		p.mu.Lock()
-		p.advanceHighWatermarkLocked()
-		p.signalLocked()
-		p.mu.Unlock()
-	} else {
-		p.mu.Lock()
-		p.signalLocked()
-		p.mu.Unlock()
-	}
+	p.mu.Lock()
+	p.advanceHighWatermarkLocked() // nothing to move unless the partition leads followers
+	p.signalLocked()
+	p.mu.Unlock()
 	p.topic.broadcast()
 }
 

@@ -42,42 +42,26 @@ type Record struct {
 // the decompressed size of one batch (0 means Kafka's default max.message.bytes).
 //
 // Returns ErrCorrupt (wrapping the codec's reason, with the batch's byte position) for a batch
-// that does not decode; the records decoded before it are in the returned slice.
+// that does not decode; the records decoded before it are in the returned slice. Control batches
+// and batches wholly below from are CRC-checked, not decoded.
 func DecodeRecords(dst []*Record, batches []byte, from int64, maxDecompressed int) ([]*Record, error) {
-	lim := recordbatch.Limits{MaxBatchSize: -1, MaxDecompressedSize: maxDecompressed}
-	for pos := 0; pos < len(batches); {
-		b, err := recordbatch.Decode(batches[pos:], lim)
+	// The caller's bytes get the CRC check the log's reads give theirs; then the same one-pass
+	// decoder serves both.
+	end := 0
+	var bad error
+	for end < len(batches) {
+		h, err := recordbatch.Check(batches[end:], 0)
 		if err != nil {
-			return dst, fmt.Errorf("%w: batch at byte %d: %w", ErrCorrupt, pos, err)
+			bad = fmt.Errorf("%w: batch at byte %d: %w", ErrCorrupt, end, err)
+			break
 		}
-		pos += b.Size()
-		if b.Attributes.Control() || b.LastOffset() < from {
-			continue
-		}
-		// Two allocations a batch instead of two a record: the records section bounds the bytes
-		// of every key, value and header value in it.
-		buf := make([]byte, 0, len(b.RecordBytes()))
-		slab := make([]Record, 0, b.RecordCount)
-		for r := range b.Records() {
-			off := b.RecordOffset(&r)
-			if off < from {
-				continue
-			}
-			slab = append(slab, Record{Offset: off, Timestamp: time.UnixMilli(b.RecordTimestamp(&r))})
-			rec := &slab[len(slab)-1]
-			rec.Key, buf = take(buf, r.Key)
-			rec.Value, buf = take(buf, r.Value)
-			if len(r.Headers) > 0 {
-				// Header keys are already the caller's (strings from the codec's per-batch arena).
-				rec.Headers = r.Headers
-				for i := range rec.Headers {
-					rec.Headers[i].Value, buf = take(buf, rec.Headers[i].Value)
-				}
-			}
-			dst = append(dst, rec)
-		}
+		end += h.Size()
 	}
-	return dst, nil
+	dst, err := decodeChecked(dst, batches[:end], from, maxDecompressed, 0)
+	if err != nil {
+		return dst, err
+	}
+	return dst, bad
 }
 
 // take copies p to the end of buf and returns the copy, capacity-limited so that appending to
