@@ -237,7 +237,7 @@ func (l *Log) loadEpochs(scanFrom int64) error {
 			r.Close()
 			break
 		}
-		sc := newScanner(r.s.file, r.pos, r.pos+r.size, r.s.maxBatchSize(), recordbatchHeaderChunk, nil)
+		sc := newScanner(r.s.file, r.pos, r.pos+r.size, r.s.maxBatchSize(), headerWalkChunk, nil)
 		for {
 			h, err := sc.header()
 			if err != nil {

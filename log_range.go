@@ -125,7 +125,7 @@ func (l *Log) readRange(offset int64, maxBytes int, upTo int64) (*BatchRange, er
 // returns the range from there up to maxBytes, of batches wholly below upTo; found is false when
 // s holds no such batch.
 func (l *Log) rangeIn(s *segment, offset, pos, limit int64, maxBytes int, upTo int64) (*BatchRange, bool, error) {
-	sc := newScanner(s.file, pos, limit, s.maxBatchSize(), recordbatchHeaderChunk, nil)
+	sc := newScanner(s.file, pos, limit, s.maxBatchSize(), headerWalkChunk, nil)
 	r := &BatchRange{l: l, s: s, pos: -1, gen: s.truncations.Load()}
 	for {
 		h, err := sc.header()
@@ -160,6 +160,6 @@ func (l *Log) rangeIn(s *segment, offset, pos, limit int64, maxBytes int, upTo i
 	return r, true, nil
 }
 
-// recordbatchHeaderChunk is the read-ahead of a range's header walk: enough for the headers of
+// headerWalkChunk is the read-ahead of a range's header walk: enough for the headers of
 // many small batches per system call, little waste when batches are large.
-const recordbatchHeaderChunk = 4 << 10
+const headerWalkChunk = 4 << 10

@@ -126,8 +126,9 @@ func (l *ourLog) Scan(fn func(i int64, key, value []byte) error) error {
 }
 
 // Get reads the batch holding offset i (ReadBatches with maxBytes 1: that batch alone, its CRC
-// checked) into a reused buffer and walks it to the record: no allocation a read. Scan would
-// do the same walk but allocates its buffers and iterator on every call, 2.7 times slower here.
+// checked) into a reused buffer and walks it to the record: no allocation a read. (Scan does
+// the same walk, with its iterator set up on every call; measured before Scan pooled its read
+// buffer, that made random reads 2.7 times slower.)
 func (l *ourLog) Get(i int64) ([]byte, []byte, error) {
 	var err error
 	if l.dst, err = l.read.ReadBatches(l.dst[:0], i, 1); err != nil {
