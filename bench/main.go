@@ -43,6 +43,8 @@ type flags struct {
 	fill   bool
 	system string
 	dir    string
+	// cpuProfile is where a child writes its CPU profile ("" for none).
+	cpuProfile string
 }
 
 func parseFlags() *flags {
@@ -60,6 +62,7 @@ func parseFlags() *flags {
 	flag.BoolVar(&f.fill, "fill", false, "internal: fill a log until killed (workload f)")
 	flag.StringVar(&f.system, "system", "", "internal: the system of -child or -fill")
 	flag.StringVar(&f.dir, "dir", "", "internal: the log folder of -child or -fill")
+	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "with -child: write the case's CPU profile (go tool pprof) to this file")
 	flag.Parse()
 	return f
 }
@@ -78,7 +81,7 @@ func run() error {
 		if f.fill {
 			return fillUntilKilled(s, f.dir, p)
 		}
-		return childMain(s, f.child, f.dir, p)
+		return childMain(s, f.child, f.dir, p, f.cpuProfile)
 	}
 	return runAll(f, p)
 }

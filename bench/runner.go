@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strings"
 	"time"
 )
@@ -160,7 +161,18 @@ func (r *Runner) child(s *System, c, dir string) Result {
 
 // childMain is the child's side: measure and print the result line. A failed measurement is
 // a result with Err, not a failed process.
-func childMain(s *System, c, dir string, p Params) error {
+func childMain(s *System, c, dir string, p Params, cpuProfile string) error {
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	res, err := runCase(s, c, dir, p)
 	if err != nil {
 		res.Err = err.Error()
