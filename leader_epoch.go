@@ -311,7 +311,7 @@ func (l *Log) endOffsetForEpoch(epoch int32) (int32, int64) {
 // then gets this offset even before the new leader appends anything. An epoch not newer than the
 // latest only sets the stamp.
 func (l *Log) startLeaderEpoch(epoch int32) error {
-	l.appendMu.Lock()
+	l.lockWriters()
 	defer l.appendMu.Unlock()
 	if err := l.checkWritable(); err != nil {
 		return err

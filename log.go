@@ -34,8 +34,10 @@ type Log struct {
 	now    func() time.Time
 	unlock io.Closer // the directory lock, nil when the owner holds it
 
-	// appendMu serialises writers: appends, rolls, truncation, close.
+	// appendMu serialises writers: appends, rolls, truncation, close. stage, under it, holds
+	// the appends copied for the group commit's leader to write (log_stage.go).
 	appendMu sync.Mutex
+	stage    writeStage
 
 	// mu guards what readers look at: the segment list, the active segment's indexes and
 	// in-memory state, the log start offset, closed. Writers hold it only to publish.
@@ -61,6 +63,7 @@ type Log struct {
 	// write, the last fsync's writes, and how long it took (ns).
 	writing     atomic.Int32
 	lastRound   atomic.Uint64 // writes the last fsync made durable
+	assignedSeq atomic.Uint64 // appendSeq plus the appends staged
 	durableHint atomic.Uint64 // durableSeq, readable without syncMu
 	lastFsync   atomic.Int64
 	fsyncs      atomic.Int64 // group-commit fsyncs done, for the benchmarks' appends per fsync
@@ -222,7 +225,7 @@ func (l *Log) segmentFor(offset int64) int {
 // need not scan, and releases the directory. Blocked and later calls return ErrClosed. Close is
 // idempotent: later calls return nil.
 func (l *Log) Close() error {
-	l.appendMu.Lock()
+	l.lockWriters()
 	defer l.appendMu.Unlock()
 	// Holding syncMu, no group commit is mid-fsync on a file about to close; waiters behind it
 	// find their writes durable or the log failed.

@@ -27,25 +27,26 @@ type pendingWrite struct {
 // TimestampAfterMax ahead of the append time returns ErrInvalidTimestamp, nothing written.
 //
 // Under SyncAlways Append returns once the batch is on stable storage; concurrent appends share
-// one fdatasync. It returns ErrClosed after Close, an error wrapping ErrSync after a failed
+// one fdatasync, and those waiting for the same one are written with one write (if that write
+// fails, each of them returns its error and none stays in the log). It returns ErrClosed after Close, an error wrapping ErrSync after a failed
 // fsync, ErrNoSpace when the disk is full (nothing of the call stays in the log), and ctx's
 // error if ctx is done before the write starts.
 func (l *Log) Append(ctx context.Context, recs ...*Record) error {
-	seq, err := l.appendRecords(ctx, recs)
+	t, err := l.appendRecords(ctx, recs, true)
 	if err != nil {
 		return err
 	}
-	return l.awaitDurable(seq)
+	return l.awaitDurable(t)
 }
 
-// appendRecords is Append up to the write: it returns the write's sequence number for
-// awaitDurable (0 when recs is empty).
-func (l *Log) appendRecords(ctx context.Context, recs []*Record) (uint64, error) {
+// appendRecords is Append up to the write: it returns the write's ticket for awaitDurable (zero
+// when recs is empty). await says that the caller will call awaitDurable.
+func (l *Log) appendRecords(ctx context.Context, recs []*Record, await bool) (writeTicket, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return writeTicket{}, err
 	}
 	if len(recs) == 0 {
-		return 0, nil
+		return writeTicket{}, nil
 	}
 	now := l.now()
 	latest := l.latestTimestamp(now)
@@ -53,7 +54,7 @@ func (l *Log) appendRecords(ctx context.Context, recs []*Record) (uint64, error)
 		if r.Timestamp.IsZero() || l.cfg.TimestampType == LogAppendTime {
 			r.Timestamp = now
 		} else if ts := r.Timestamp.UnixMilli(); ts > latest {
-			return 0, fmt.Errorf("record %d: %w", i, l.timestampError(ts, now))
+			return writeTicket{}, fmt.Errorf("record %d: %w", i, l.timestampError(ts, now))
 		}
 	}
 	l.writing.Add(1) // see lingerForWriters
@@ -62,16 +63,16 @@ func (l *Log) appendRecords(ctx context.Context, recs []*Record) (uint64, error)
 	defer l.builders.Put(enc)
 	w, err := enc.encode(recs, &l.cfg)
 	if err != nil {
-		return 0, err
+		return writeTicket{}, err
 	}
-	seq, first, err := l.write(w, true)
+	t, first, err := l.write(w, true, await)
 	if err != nil {
-		return 0, err
+		return writeTicket{}, err
 	}
 	for i, r := range recs {
 		r.Offset = first + int64(i)
 	}
-	return seq, nil
+	return t, nil
 }
 
 // AppendAsLeader appends batches handed over as RecordBatch v2 bytes, back to back (a producer's
@@ -86,28 +87,28 @@ func (l *Log) appendRecords(ctx context.Context, recs []*Record) (uint64, error)
 // batch's MaxTimestamp is more than TimestampAfterMax ahead; nothing is written then. Other
 // errors as for Append.
 func (l *Log) AppendAsLeader(ctx context.Context, batches []byte) (firstOffset, lastOffset int64, err error) {
-	seq, first, last, err := l.appendRawLeader(ctx, batches)
+	t, first, last, err := l.appendRawLeader(ctx, batches, true)
 	if err != nil {
 		return 0, 0, err
 	}
-	return first, last, l.awaitDurable(seq)
+	return first, last, l.awaitDurable(t)
 }
 
-// appendRawLeader is AppendAsLeader up to the write: it returns the write's sequence number for
-// awaitDurable and the offsets assigned.
-func (l *Log) appendRawLeader(ctx context.Context, batches []byte) (seq uint64, firstOffset, lastOffset int64, err error) {
+// appendRawLeader is AppendAsLeader up to the write: it returns the write's ticket for
+// awaitDurable and the offsets assigned. await says that the caller will call awaitDurable.
+func (l *Log) appendRawLeader(ctx context.Context, batches []byte, await bool) (t writeTicket, firstOffset, lastOffset int64, err error) {
 	if err := ctx.Err(); err != nil {
-		return 0, 0, 0, err
+		return t, 0, 0, err
 	}
 	l.writing.Add(1) // see lingerForWriters
 	defer l.writing.Add(-1)
 	w, err := l.validateRaw(batches, true)
 	if err != nil {
-		return 0, 0, 0, err
+		return t, 0, 0, err
 	}
 	if l.cfg.TimestampType == CreateTime {
 		if now := l.now(); w.maxTimestamp > l.latestTimestamp(now) {
-			return 0, 0, 0, l.timestampError(w.maxTimestamp, now)
+			return t, 0, 0, l.timestampError(w.maxTimestamp, now)
 		}
 	}
 	if l.cfg.TimestampType == LogAppendTime {
@@ -120,11 +121,11 @@ func (l *Log) appendRawLeader(ctx context.Context, batches []byte) (seq uint64, 
 			w.batches[i].maxTimestamp = now
 		}
 	}
-	seq, first, err := l.write(w, true)
+	t, first, err := l.write(w, true, await)
 	if err != nil {
-		return 0, 0, 0, err
+		return t, 0, 0, err
 	}
-	return seq, first, first + (w.lastOffset - w.firstOffset), nil
+	return t, first, first + (w.lastOffset - w.firstOffset), nil
 }
 
 // AppendAsFollower appends batches that already carry their offsets (a follower copying its
@@ -142,12 +143,12 @@ func (l *Log) AppendAsFollower(ctx context.Context, batches []byte) (lastOffset 
 		l.writing.Add(-1)
 		return 0, err
 	}
-	seq, _, err := l.write(w, false)
+	t, _, err := l.write(w, false, true)
 	l.writing.Add(-1)
 	if err != nil {
 		return 0, err
 	}
-	return w.lastOffset, l.awaitDurable(seq)
+	return w.lastOffset, l.awaitDurable(t)
 }
 
 // latestTimestamp returns the largest CreateTime timestamp (ms) an append at now accepts:
@@ -225,14 +226,17 @@ func (l *Log) validateRaw(data []byte, leader bool) (*pendingWrite, error) {
 // publishes them to readers. With assign set, offsets are assigned from the log end offset and
 // written into the batches; otherwise w's own offsets must start at or above it. It returns the
 // write's sequence number for awaitDurable and the first offset written.
-func (l *Log) write(w *pendingWrite, assign bool) (seq uint64, firstOffset int64, err error) {
+func (l *Log) write(w *pendingWrite, assign, await bool) (t writeTicket, firstOffset int64, err error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.checkWritable(); err != nil {
-		return 0, 0, err
+		return t, 0, err
 	}
 	seg := l.active()
 	leo := seg.nextOffset
+	if l.stage.writes > 0 {
+		leo = l.stage.next
+	}
 	if assign {
 		// A leader's batches carry its epoch, in the header field Kafka reserves for it (not
 		// covered by the CRC), so that followers can find where their logs diverge.
@@ -246,13 +250,22 @@ func (l *Log) write(w *pendingWrite, assign bool) (seq uint64, firstOffset int64
 		}
 		w.firstOffset, w.lastOffset = leo, w.lastOffset+shift
 	} else if w.firstOffset < leo {
-		return 0, 0, fmt.Errorf("%w: base offset %d below the log end offset %d", ErrOffsetOutOfOrder, w.firstOffset, leo)
+		return t, 0, fmt.Errorf("%w: base offset %d below the log end offset %d", ErrOffsetOutOfOrder, w.firstOffset, leo)
+	}
+
+	if l.shouldStage(seg, assign, await) {
+		if l.stageFits(seg, w, assign, await) {
+			return l.stageWrite(seg, w), w.firstOffset, nil
+		}
+		if err := l.drainStage(); err != nil {
+			return t, 0, err
+		}
 	}
 
 	if !seg.canHold(len(w.data), w.lastOffset, w.maxTimestamp) {
 		// A follower's batch after a gap starts the new segment at its own base offset.
 		if err := l.roll(max(leo, w.firstOffset)); err != nil {
-			return 0, 0, err
+			return t, 0, err
 		}
 		seg = l.active()
 	}
@@ -264,36 +277,46 @@ func (l *Log) write(w *pendingWrite, assign bool) (seq uint64, firstOffset int64
 		if terr := seg.file.Truncate(pos); terr != nil {
 			l.fail(fmt.Errorf("remove partial write of %s at %d: %w (after %w)", seg.path(logSuffix), pos, terr, err))
 		}
-		return 0, 0, wrapIOErr("write "+seg.path(logSuffix), err)
+		return t, 0, wrapIOErr("write "+seg.path(logSuffix), err)
 	}
+	if err := l.publish(seg, w.data, w.batches, pos, 1); err != nil {
+		return t, 0, err
+	}
+	return writeTicket{seq: l.appendSeq}, w.firstOffset, nil
+}
 
+// publish makes batches, just written at pos of the active segment seg by writes appends, what
+// readers see: the indexes, the segment's size and next offset, the append sequence number; and,
+// once per leader epoch, writes the epoch file before any of them is acknowledged. Callers hold
+// appendMu.
+func (l *Log) publish(seg *segment, data []byte, batches []batchInfo, pos int64, writes int) error {
 	l.mu.Lock()
 	var ierr error
 	newEpoch := false
-	for _, b := range w.batches {
-		newEpoch = l.epochs.assign(recordbatch.PartitionLeaderEpochOf(w.data[b.position:]), b.baseOffset) || newEpoch
+	for _, b := range batches {
+		newEpoch = l.epochs.assign(recordbatch.PartitionLeaderEpochOf(data[b.position:]), b.baseOffset) || newEpoch
 		b.position += pos
 		if ierr = seg.indexBatch(b); ierr != nil {
 			break
 		}
 	}
 	if ierr == nil {
-		seg.size.Store(pos + int64(len(w.data)))
-		l.appendSeq++
+		seg.size.Store(pos + int64(len(data)))
+		l.appendSeq += uint64(writes)
+		l.assignedSeq.Store(l.appendSeq)
 	}
-	seq = l.appendSeq
 	l.mu.Unlock()
 	if ierr != nil {
-		return 0, 0, l.fail(fmt.Errorf("index %s: %w", seg.path(logSuffix), ierr))
+		return l.fail(fmt.Errorf("index %s: %w", seg.path(logSuffix), ierr))
 	}
 	if newEpoch {
 		// Once per leader epoch: the first batch of an epoch is not acknowledged before the
 		// epoch's start is on disk, so a restarted follower can always find it.
 		if err := l.writeEpochs(); err != nil {
-			return 0, 0, l.fail(err)
+			return l.fail(err)
 		}
 	}
-	return seq, w.firstOffset, nil
+	return nil
 }
 
 // roll seals the active segment and starts a new one at newBase. Sealing flushes the old
@@ -356,12 +379,19 @@ func (l *Log) roll(newBase int64) error {
 	return nil
 }
 
-// awaitDurable waits, under SyncAlways, until the write numbered seq is on stable storage.
-func (l *Log) awaitDurable(seq uint64) error {
-	if l.cfg.Sync != SyncAlways {
+// awaitDurable waits, under SyncAlways, until the write of t is on stable storage, and returns
+// its stage's error if it was staged and writing the stage failed.
+func (l *Log) awaitDurable(t writeTicket) error {
+	if l.cfg.Sync != SyncAlways || t.seq == 0 {
 		return nil
 	}
-	return l.syncTo(seq)
+	if err := l.syncTo(t.seq); err != nil {
+		return err
+	}
+	if t.staged != nil {
+		return t.staged.err
+	}
+	return nil
 }
 
 // Sync flushes every append made so far to stable storage, whatever the sync policy. Returns
@@ -394,6 +424,7 @@ func (l *Log) syncTo(seq uint64) error {
 	l.gcMu.Unlock()
 
 	l.lingerForWriters()
+	l.drainForSync()
 	start := time.Now()
 	durable, err := l.fsyncTo(seq)
 	l.lastFsync.Store(int64(time.Since(start)))
@@ -419,11 +450,7 @@ const maxLinger = time.Millisecond
 // delayed by more than that; a single appender never waits.
 func (l *Log) lingerForWriters() {
 	want := l.lastRound.Load()
-	pending := func() uint64 {
-		l.mu.RLock()
-		defer l.mu.RUnlock()
-		return l.appendSeq - l.durableHint.Load()
-	}
+	pending := func() uint64 { return l.assignedSeq.Load() - l.durableHint.Load() }
 	if want <= 1 || (pending() >= want && l.writing.Load() == 0) {
 		return
 	}

@@ -96,7 +96,7 @@ func (l *Log) writeState(st logState) error {
 // that must survive a crash, such as the partition's high watermark starting or stopping to be
 // kept.
 func (l *Log) saveState() error {
-	l.appendMu.Lock()
+	l.lockWriters()
 	defer l.appendMu.Unlock()
 	if err := l.checkWritable(); err != nil {
 		return err

@@ -17,7 +17,7 @@ import (
 // truncation could not be made durable. Readers reading the removed records while TruncateTo
 // runs get errors, never another file's bytes.
 func (l *Log) TruncateTo(offset int64) error {
-	l.appendMu.Lock()
+	l.lockWriters()
 	defer l.appendMu.Unlock()
 	if err := l.checkWritable(); err != nil {
 		return err
@@ -91,7 +91,7 @@ func (l *Log) TruncateTo(offset int64) error {
 // truncateFullyAndStartAt) when its leader's log starts past everything it holds, since
 // retention removed the offsets it would fetch next. ErrClosed after Close.
 func (l *Log) truncateFullyAndStartAt(offset int64) error {
-	l.appendMu.Lock()
+	l.lockWriters()
 	defer l.appendMu.Unlock()
 	if err := l.checkWritable(); err != nil {
 		return err

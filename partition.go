@@ -92,12 +92,12 @@ func (p *Partition) AppendAcks(ctx context.Context, acks Acks, recs ...*Record) 
 		r.Topic, r.Partition = p.topic.name, p.id
 	}
 	var next int64
-	err := p.appendAsLeader(ctx, acks, func() (uint64, error) {
-		seq, err := p.log.appendRecords(ctx, recs)
+	err := p.appendAsLeader(ctx, acks, func() (writeTicket, error) {
+		t, err := p.log.appendRecords(ctx, recs, acks != AcksNone)
 		if err == nil && len(recs) > 0 {
 			next = recs[len(recs)-1].Offset + 1
 		}
-		return seq, err
+		return t, err
 	})
 	if err != nil || next == 0 {
 		return err
@@ -113,10 +113,10 @@ func (p *Partition) AppendAsLeader(ctx context.Context, acks Acks, batches []byt
 		return 0, 0, err
 	}
 	var first, last int64
-	err = p.appendAsLeader(ctx, acks, func() (uint64, error) {
-		seq, f, l, err := p.log.appendRawLeader(ctx, batches)
+	err = p.appendAsLeader(ctx, acks, func() (writeTicket, error) {
+		t, f, l, err := p.log.appendRawLeader(ctx, batches, acks != AcksNone)
 		first, last = f, l
-		return seq, err
+		return t, err
 	})
 	if err != nil {
 		return 0, 0, err
@@ -126,15 +126,15 @@ func (p *Partition) AppendAsLeader(ctx context.Context, acks Acks, batches []byt
 
 // appendAsLeader checks the role (and, for AcksAll, the in-sync replicas), runs write under the
 // role, waits for the write to be durable unless acks is AcksNone, and moves the high watermark.
-func (p *Partition) appendAsLeader(ctx context.Context, acks Acks, write func() (uint64, error)) error {
+func (p *Partition) appendAsLeader(ctx context.Context, acks Acks, write func() (writeTicket, error)) error {
 	p.roleMu.RLock()
 	if err := p.checkLeader(acks); err != nil {
 		p.roleMu.RUnlock()
 		return err
 	}
-	seq, err := write()
-	if err == nil && acks != AcksNone && seq > 0 {
-		err = p.log.awaitDurable(seq)
+	t, err := write()
+	if err == nil && acks != AcksNone {
+		err = p.log.awaitDurable(t)
 	}
 	p.roleMu.RUnlock()
 	p.appended()

@@ -124,7 +124,7 @@ func (l *Log) sweepRetired(now time.Time, force bool) error {
 // across restarts. Reads in progress on a deleted segment finish on its open files; later reads
 // below the new log start offset get ErrOffsetOutOfRange. ErrClosed after Close.
 func (l *Log) ApplyRetention(now time.Time) (int, error) {
-	l.appendMu.Lock()
+	l.lockWriters()
 	defer l.appendMu.Unlock()
 	if err := l.checkWritable(); err != nil {
 		return 0, err
@@ -220,7 +220,7 @@ func (l *Log) retentionDue(rs []retentionSegment, now time.Time, segs []*segment
 // retention deletes them. The new start is checkpointed first. Offsets at or below the current
 // start, or past the log end offset, change nothing.
 func (l *Log) advanceLogStartOffset(offset int64) error {
-	l.appendMu.Lock()
+	l.lockWriters()
 	defer l.appendMu.Unlock()
 	if err := l.checkWritable(); err != nil {
 		return err

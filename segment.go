@@ -326,7 +326,11 @@ func (s *segment) indexBatch(b batchInfo) error {
 // timestamp maxTimestamp fits this segment, by Kafka's roll rules: size, segment.ms measured in
 // record time, full indexes, 32-bit relative offsets.
 func (s *segment) canHold(n int, lastOffset, maxTimestamp int64) bool {
-	size := s.size.Load()
+	return s.canHoldAt(s.size.Load(), n, lastOffset, maxTimestamp)
+}
+
+// canHoldAt is canHold for the segment grown to size bytes (with appends staged for it).
+func (s *segment) canHoldAt(size int64, n int, lastOffset, maxTimestamp int64) bool {
 	if size == 0 {
 		return s.offsetIdx.CanAppend(lastOffset) && s.timeIdx.CanAppend(lastOffset)
 	}
