@@ -87,7 +87,7 @@ func (r *Report) writeMethod(pw *printer) {
 	}
 	pw.p("- Every system × workload runs in its own child process of the bench binary (a fresh heap and GC state, its own peak RSS), %s times, interleaved: run 1 of every system in a workload, then run 2, and so on. Each figure is the median of its runs; ± is the spread (max−min)/median of the records/s (of the time in (f)).\n", runs)
 	pw.p("- Records have 16-byte keys. Synthetic values are cut from a seeded random slab, so a record's exact bytes follow from its number; every read checks every key and value it returns against the ones written.\n")
-	pw.p("- records/s and MB/s (10^6 bytes of key + value a second) time only the measured loop: opening, filling logs for the read workloads, and the final Sync/Close are outside it. allocs/record is the heap allocations (runtime.MemStats.Mallocs) of the loop per record; for NATS it includes the embedded server's. Peak RSS is the process's VmHWM after the loop, reset just before it (`/proc/self/clear_refs`), so it covers the loop plus what was already resident (the (g) rows all hold the parsed flights).\n")
+	pw.p("- records/s and MB/s (10^6 bytes of key + value a second) time only the measured loop: opening, filling logs for the read workloads, and the final Sync/Close are outside it. allocs/record is the heap allocations (runtime.MemStats.Mallocs) of the loop per record; for NATS it includes the embedded server's. Peak RSS is the process's VmHWM after the loop, reset just before it (`/proc/self/clear_refs`), so it covers the loop plus what was already resident (the (g) rows all hold the parsed flights). The memory target of (a) is for the file store: the in-memory store's records are resident by design, so its RSS holds them.\n")
 	pw.p("- × %s is the system's records/s over %s's (in (f): %s's reopen time over the system's), so above 1 is faster than this library.\n", ours, ours, ours)
 	pw.p("- Systems without keys store each record as one entry: the key's length (uvarint), the key, the value. Systems that number entries from 1 are read at offset+1.\n")
 	pw.p("- memmove copies record by record into a fresh buffer, so it pays the kernel's first touch of every page; a log that encodes a batch into a warm buffer and writes it with one pwrite can beat it on large batches. It bounds record-at-a-time copying, not every write path.\n")
@@ -103,7 +103,7 @@ func (r *Report) writeTargets(pw *printer) {
 	pw.p("## Targets\n\n| workload | target | measured | |\n|---|---|--:|---|\n")
 	for _, wl := range r.Workloads {
 		for _, c := range wl.Cases {
-			for _, v := range verdicts(c.ID, ours, r.med, r.Params, r.peers()) {
+			for _, v := range verdicts(c.ID, ours, true, r.med, r.Params, r.peers()) {
 				state := "n/a"
 				switch {
 				case v.Known && v.Met:
@@ -221,7 +221,7 @@ func (r *Report) targetCell(c string, s *System) string {
 		return ""
 	}
 	var cells []string
-	for _, v := range verdicts(c, s.Name, r.med, r.Params, r.peers()) {
+	for _, v := range verdicts(c, s.Name, s.Persistent, r.med, r.Params, r.peers()) {
 		cells = append(cells, v.Cell())
 	}
 	return strings.Join(cells, "; ")

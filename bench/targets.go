@@ -33,8 +33,9 @@ func (v Verdict) Cell() string {
 // medians looks up a system's summary in a case; nil when missing or failed.
 type medians func(caseID, system string) *Summary
 
-// verdicts checks every target that applies to system sys (one of ours) in case c.
-func verdicts(c, sys string, med medians, p Params, peers []string) []Verdict {
+// verdicts checks every target that applies to system sys (one of ours) in case c. The memory
+// target applies to the persistent systems only: an in-memory store's records are its RSS.
+func verdicts(c, sys string, persistent bool, med medians, p Params, peers []string) []Verdict {
 	me := med(c, sys)
 	ratio := func(target string, base *Summary, min float64) Verdict {
 		v := Verdict{Case: c, Target: target}
@@ -47,6 +48,9 @@ func verdicts(c, sys string, med medians, p Params, peers []string) []Verdict {
 	switch c {
 	case "a":
 		out := []Verdict{ratio("≥0.8× bufio", med("a", "bufio"), 0.8)}
+		if !persistent {
+			return out
+		}
 		rss := Verdict{Case: c, Target: "peak RSS ≤ bufio's + 64 MiB"}
 		if base := med("a", "bufio"); me != nil && base != nil {
 			d := mib(me.RSS - base.RSS)
