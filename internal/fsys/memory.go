@@ -25,7 +25,12 @@ import (
 // their argument. A mapping (File.Map) shares the file's bytes, like mmap: writes through a writable
 // mapping are seen by ReadAt at once, and WriteAt is seen in every mapping it overlaps. Where mmap
 // would fault later, the memory FS refuses up front: Truncate (and O_TRUNC) below the size of a live
-// mapping fails, and so does growing a file while a writable mapping of it is live.
+// mapping fails, and so does growing a file while a writable mapping of it is live. A mapping
+// taken before the file was mapped writable (or, past its first appends, mapped whole) keeps
+// seeing ReadAt's bytes through WriteAt, but not stores made through a later writable mapping.
+//
+// A file holds about its size in memory: appends add to it without copying what it holds, and a
+// preallocation (Truncate growing a file) takes memory only where it is written, on Unix.
 func NewMemory() FS {
 	return &memFS{root: &memNode{dir: true, perm: 0o755, children: make(map[string]*memNode), modTime: time.Now()}}
 }
@@ -46,8 +51,9 @@ type memNode struct {
 	locked   bool                // guarded by memFS.mu
 
 	mu      sync.RWMutex // guards the fields below; taken after memFS.mu, never before it
-	data    []byte       // the file's contents; live mappings share this array or an older one
-	gen     uint64       // counts reallocations of data, so mappings of older arrays can be found
+	size    int          // the file's size: the lengths of ext add up to it
+	ext     []memExtent  // the file's contents in order; live mappings share ext[0]'s array or an older one
+	gen     uint64       // counts replacements of ext[0]'s array, so mappings of older arrays can be found
 	maps    map[*memMapping]struct{}
 	modTime time.Time
 }
@@ -384,7 +390,7 @@ func (l *memLock) Close() error {
 func (n *memNode) info(name string) fs.FileInfo {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	fi := memInfo{name: name, size: int64(len(n.data)), mode: n.perm, modTime: n.modTime}
+	fi := memInfo{name: name, size: int64(n.size), mode: n.perm, modTime: n.modTime}
 	if n.dir {
 		fi.mode |= fs.ModeDir
 	}
