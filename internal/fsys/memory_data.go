@@ -15,9 +15,11 @@ import (
 //
 // A large preallocation (an index file grown to segment.index.bytes, 10 MiB by default, of which
 // a segment uses a few KiB) is an anonymous mapping outside the Go heap where the platform has
-// them (see memRegion): like a sparse file it takes memory only where it is written, where zeroed
-// heap memory would take all of it (the heap zeroes a reused array in full) and count it towards
-// the garbage collector's goal.
+// them (see memRegion): like a sparse file it takes memory only where it is written, where heap
+// memory would be zeroed in full whenever the heap reuses it, and would count towards the
+// collector's goal. Extents grown by appends stay on the heap although they would be cheaper
+// outside it (no collector pacing on them: about a tenth of an append's CPU time at 100 MiB): the
+// collector frees the memory of a store dropped without Close only for what it can see.
 
 // Extent sizes of a file grown by WriteAt: each new extent holds at least the write, and
 // otherwise about as much as the file already does (the file's capacity doubles, as an appended
@@ -33,10 +35,11 @@ const (
 // cost more than zeroing heap memory.
 const sparseMin = 256 << 10
 
-// memRegion is an anonymous mapping backing an extent: a reference counted resource, held by the
-// extent and by every live mapping of its bytes, and unmapped when the last lets go. A region
-// that becomes unreachable unreleased (its file dropped with the memory FS, a mapping dropped
-// unclosed) is unmapped by a cleanup: nothing can reach its bytes through the memory FS then.
+// memRegion is an anonymous mapping backing a preallocated extent: a reference counted resource,
+// held by the extent and by every live mapping of its bytes, and unmapped when the last lets go
+// (the file is trimmed, grown into a new preallocation, or removed and closed). A region that
+// becomes unreachable unreleased (an open file dropped unclosed, a mapping dropped unclosed) is
+// unmapped by a cleanup: nothing can reach its bytes through the memory FS then.
 type memRegion struct {
 	mem     []byte
 	refs    int // guarded by the node's mu
@@ -263,6 +266,15 @@ func (n *memNode) merge(k int) {
 	releaseExtents(n.ext[:k+1])
 	n.ext[0] = memExtent{b: b}
 	n.ext = slices.Delete(n.ext, 1, k+1)
+	n.gen++
+}
+
+// discard drops the file's bytes, under n.mu, when it has no name and no open File left: nothing
+// can read them again but the mappings, which hold their own references.
+func (n *memNode) discard() {
+	releaseExtents(n.ext)
+	n.ext = nil
+	n.size = 0
 	n.gen++
 }
 

@@ -1,6 +1,7 @@
 package fsys
 
 import (
+	"errors"
 	"os"
 	"testing"
 
@@ -17,9 +18,13 @@ func memNodeOf(t *testing.T) (File, *memNode) {
 }
 
 // regions reports whether preallocations of this build get anonymous mappings.
-func regions() bool {
-	_, err := mapAnon(4096)
-	return err == nil
+func regions(t *testing.T) bool {
+	mem, err := mapAnon(4096)
+	if err != nil {
+		return false
+	}
+	require.NoError(t, unmapAnon(mem))
+	return true
 }
 
 // TestMemoryAppendsDoNotCopy checks that appends add extents, never reallocate the bytes
@@ -60,7 +65,7 @@ func TestMemoryPreallocationIsOneExtent(t *testing.T) {
 	require.Len(t, n.ext, 1)
 	require.Equal(t, "entries", string(n.ext[0].b[:7]))
 	r := n.ext[0].r
-	if regions() {
+	if regions(t) {
 		require.NotNil(t, r)
 		require.Equal(t, 1, r.refs)
 	} else {
@@ -89,7 +94,7 @@ func TestMemoryPreallocationIsOneExtent(t *testing.T) {
 // the file moves to another (a larger preallocation), sees later writes to its range there, and
 // releases it on Close.
 func TestMemoryMappingHoldsItsRegion(t *testing.T) {
-	if !regions() {
+	if !regions(t) {
 		t.Skip("this build preallocates on the heap")
 	}
 	f, n := memNodeOf(t)
@@ -129,4 +134,58 @@ func TestMemoryShrinkKeepsMappedPreallocation(t *testing.T) {
 	require.NoError(t, f.Truncate(150))
 	require.Less(t, cap(n.ext[0].b), 1<<10)
 	require.Nil(t, n.ext[0].r)
+}
+
+// TestMemoryRemovedFileKeepsDataWhileOpen checks POSIX's rule for the bytes of a removed or
+// replaced file: kept while a File has it open, let go (regions unmapped) with the last Close.
+func TestMemoryRemovedFileKeepsDataWhileOpen(t *testing.T) {
+	tests := []struct {
+		name   string
+		remove func(fsy FS) error
+	}{
+		{"remove", func(fsy FS) error { return fsy.Remove("/d/f") }},
+		{"remove all", func(fsy FS) error { return fsy.RemoveAll("/d") }},
+		{"renamed over", func(fsy FS) error {
+			g, err := fsy.OpenFile("/d/g", os.O_RDWR|os.O_CREATE, 0o644)
+			if err != nil {
+				return err
+			}
+			return errors.Join(g.Close(), fsy.Rename("/d/g", "/d/f"))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fsy := NewMemory()
+			require.NoError(t, fsy.MkdirAll("/d", 0o755))
+			f, err := fsy.OpenFile("/d/f", os.O_RDWR|os.O_CREATE, 0o644)
+			require.NoError(t, err)
+			g, err := fsy.OpenFile("/d/f", os.O_RDONLY, 0)
+			require.NoError(t, err)
+			require.NoError(t, f.Truncate(sparseMin)) // a preallocation, in a region where there are any
+			data := make([]byte, sparseMin)
+			for i := range data {
+				data[i] = byte(i%250 + 1)
+			}
+			_, err = f.WriteAt(data, 0)
+			require.NoError(t, err)
+			n := f.(*memFile).node
+			held := n.ext[0].r
+			require.Equal(t, regions(t), held != nil)
+
+			require.NoError(t, tt.remove(fsy))
+			require.NoError(t, f.Close())
+			got := make([]byte, len(data))
+			_, err = g.ReadAt(got, 0)
+			require.NoError(t, err)
+			require.Equal(t, data, got)
+
+			require.NoError(t, g.Close())
+			require.Nil(t, n.ext)
+			require.Equal(t, 0, n.size)
+			if held != nil {
+				require.Equal(t, 0, held.refs)
+				require.Nil(t, held.mem)
+			}
+		})
+	}
 }

@@ -132,6 +132,13 @@ func (f *memFile) Close() error {
 	if !f.closed.CompareAndSwap(false, true) {
 		return &fs.PathError{Op: "close", Path: f.name, Err: fs.ErrClosed}
 	}
+	n := f.node
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.opens--
+	if n.opens == 0 && n.unlinked {
+		n.discard()
+	}
 	return nil
 }
 
