@@ -25,9 +25,9 @@ import (
 // their argument. A mapping (File.Map) shares the file's bytes, like mmap: writes through a writable
 // mapping are seen by ReadAt at once, and WriteAt is seen in every mapping it overlaps. Where mmap
 // would fault later, the memory FS refuses up front: Truncate (and O_TRUNC) below the size of a live
-// mapping fails, and so does growing a file while a writable mapping of it is live. A mapping
-// taken before the file was mapped writable (or, past its first appends, mapped whole) keeps
-// seeing ReadAt's bytes through WriteAt, but not stores made through a later writable mapping.
+// mapping fails, and so does growing a file while a writable mapping of it is live. Stores through
+// a writable mapping are seen by ReadAt and by the mappings taken after it, and may not be by a
+// read-only mapping taken before it (which keeps seeing WriteAt).
 //
 // A file holds about its size in memory: appends add to it without copying what it holds, and a
 // preallocation (Truncate growing a file) takes memory only where it is written, on Unix.
@@ -54,8 +54,8 @@ type memNode struct {
 	opens    int          // Files open on the node
 	unlinked bool         // the node has no name: its bytes go with the last open File
 	size     int          // the file's size: the lengths of ext add up to it
-	ext      []memExtent  // the file's contents in order; live mappings share ext[0]'s array or an older one
-	gen      uint64       // counts replacements of ext[0]'s array, so mappings of older arrays can be found
+	ext      []memExtent  // the contents, in order; mappings share ext[0]'s array or an older one
+	gen      uint64       // counts replacements of ext[0]'s array, to find mappings of older ones
 	maps     map[*memMapping]struct{}
 	modTime  time.Time
 }
