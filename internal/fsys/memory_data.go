@@ -21,8 +21,8 @@ import (
 // outside it (no collector pacing on them: about a tenth of an append's CPU time at 100 MiB): the
 // collector frees the memory of a store dropped without Close only for what it can see.
 
-// Extent sizes of a file grown by WriteAt: each new extent holds at least the write, and
-// otherwise about as much as the file already does (the file's capacity doubles, as an appended
+// Extent sizes of a file grown by WriteAt: each new extent holds at least the write, and, past
+// the first, about as much as the file already does (the file's capacity doubles, as an appended
 // slice's would, without copying), within [minExtent, maxExtent]. maxExtent bounds the memory a
 // file holds past its size (a sealed segment keeps its last extent); minExtent keeps small
 // appends from making many tiny extents.
@@ -223,7 +223,8 @@ func (n *memNode) grow(size, zeroTo int, prealloc bool) {
 	if at < size {
 		need := size - at
 		c := need
-		if !prealloc {
+		if !prealloc && old > 0 {
+			// A first write gets what it needs: most small files are written once.
 			c = max(need, min(max(old, minExtent), maxExtent))
 		}
 		// A new array is zero: nothing to clear.

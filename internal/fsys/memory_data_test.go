@@ -34,6 +34,7 @@ func TestMemoryAppendsDoNotCopy(t *testing.T) {
 	_, err := f.WriteAt([]byte("first"), 0)
 	require.NoError(t, err)
 	first := &n.ext[0].b[0]
+	require.Equal(t, 5, cap(n.ext[0].b), "a first write gets what it needs")
 	size := 5
 	for i := 0; i < 100; i++ {
 		_, err := f.WriteAt(make([]byte, 3000+i*100), int64(size))
