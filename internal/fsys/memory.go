@@ -25,7 +25,12 @@ import (
 // their argument. A mapping (File.Map) shares the file's bytes, like mmap: writes through a writable
 // mapping are seen by ReadAt at once, and WriteAt is seen in every mapping it overlaps. Where mmap
 // would fault later, the memory FS refuses up front: Truncate (and O_TRUNC) below the size of a live
-// mapping fails, and so does growing a file while a writable mapping of it is live.
+// mapping fails, and so does growing a file while a writable mapping of it is live. Stores through
+// a writable mapping are seen by ReadAt and by the mappings taken after it, and may not be by a
+// read-only mapping taken before it (which keeps seeing WriteAt).
+//
+// A file holds about its size in memory: appends add to it without copying what it holds, and a
+// preallocation (Truncate growing a file) takes memory only where it is written, on Unix.
 func NewMemory() FS {
 	return &memFS{root: &memNode{dir: true, perm: 0o755, children: make(map[string]*memNode), modTime: time.Now()}}
 }
@@ -45,11 +50,14 @@ type memNode struct {
 	children map[string]*memNode // of a directory; guarded by memFS.mu
 	locked   bool                // guarded by memFS.mu
 
-	mu      sync.RWMutex // guards the fields below; taken after memFS.mu, never before it
-	data    []byte       // the file's contents; live mappings share this array or an older one
-	gen     uint64       // counts reallocations of data, so mappings of older arrays can be found
-	maps    map[*memMapping]struct{}
-	modTime time.Time
+	mu       sync.RWMutex // guards the fields below; taken after memFS.mu, never before it
+	opens    int          // Files open on the node
+	unlinked bool         // the node has no name: its bytes go with the last open File
+	size     int          // the file's size: the lengths of ext add up to it
+	ext      []memExtent  // the contents, in order; mappings share ext[0]'s array or an older one
+	gen      uint64       // counts replacements of ext[0]'s array, to find mappings of older ones
+	maps     map[*memMapping]struct{}
+	modTime  time.Time
 }
 
 // Errors of the memory FS where the OS would return an errno. errNotEmpty, like ENOTEMPTY, is an
@@ -120,6 +128,21 @@ func (m *memFS) lookup(op, name string) (*memNode, error) {
 	return nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
 }
 
+// unlink marks n and everything under it as having no name, under memFS.mu, and lets go of the
+// bytes of the files that no File has open (see discard): POSIX keeps a removed file's data
+// while it is open, and only then.
+func (n *memNode) unlink() {
+	for _, c := range n.children {
+		c.unlink()
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.unlinked = true
+	if n.opens == 0 {
+		n.discard()
+	}
+}
+
 // touch records a change of a directory's entries.
 func (n *memNode) touch() {
 	n.mu.Lock()
@@ -151,14 +174,14 @@ func (m *memFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) 
 	case n.dir && (acc != os.O_RDONLY || flag&(os.O_CREATE|os.O_TRUNC) != 0):
 		return nil, &fs.PathError{Op: "open", Path: name, Err: errIsDir}
 	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	if flag&os.O_TRUNC != 0 && acc != os.O_RDONLY {
-		n.mu.Lock()
-		err := n.resize(0)
-		n.mu.Unlock()
-		if err != nil {
+		if err := n.resize(0); err != nil {
 			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 		}
 	}
+	n.opens++
 	return &memFile{node: n, name: name, flag: flag}, nil
 }
 
@@ -181,6 +204,7 @@ func (m *memFS) Remove(name string) error {
 	}
 	delete(d.children, base)
 	d.touch()
+	n.unlink()
 	return nil
 }
 
@@ -200,9 +224,10 @@ func (m *memFS) RemoveAll(name string) error {
 	if d == nil {
 		return &fs.PathError{Op: "removeall", Path: name, Err: errRoot}
 	}
-	if d.children[base] != nil {
+	if n := d.children[base]; n != nil {
 		delete(d.children, base)
 		d.touch()
+		n.unlink()
 	}
 	return nil
 }
@@ -252,6 +277,9 @@ func (m *memFS) Rename(oldpath, newpath string) error {
 	}
 	delete(od.children, ob)
 	nd.children[nb] = src
+	if dst != nil {
+		dst.unlink()
+	}
 	od.touch()
 	if nd != od {
 		nd.touch()
@@ -384,7 +412,7 @@ func (l *memLock) Close() error {
 func (n *memNode) info(name string) fs.FileInfo {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	fi := memInfo{name: name, size: int64(len(n.data)), mode: n.perm, modTime: n.modTime}
+	fi := memInfo{name: name, size: int64(n.size), mode: n.perm, modTime: n.modTime}
 	if n.dir {
 		fi.mode |= fs.ModeDir
 	}

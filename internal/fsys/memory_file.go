@@ -52,10 +52,10 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	n := f.node
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	if off >= int64(len(n.data)) {
+	if off >= int64(n.size) {
 		return 0, io.EOF
 	}
-	c := copy(p, n.data[off:])
+	c := n.readAt(p, int(off))
 	if c < len(p) {
 		return c, io.EOF
 	}
@@ -82,13 +82,14 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	n := f.node
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if end > len(n.data) {
-		if err := n.resize(end); err != nil {
+	if end > n.size {
+		if err := n.checkResize(end); err != nil {
 			return 0, &fs.PathError{Op: "write", Path: f.name, Err: err}
 		}
+		// Only a gap between the end and off needs zeros: p covers the rest.
+		n.grow(end, int(off), false)
 	}
-	copy(n.data[off:], p)
-	n.mirror(int(off), p)
+	n.writeAt(p, int(off))
 	n.modTime = time.Now()
 	return len(p), nil
 }
@@ -99,7 +100,7 @@ func (f *memFile) Size() (int64, error) {
 	}
 	f.node.mu.RLock()
 	defer f.node.mu.RUnlock()
-	return int64(len(f.node.data)), nil
+	return int64(f.node.size), nil
 }
 
 func (f *memFile) Truncate(size int64) error {
@@ -131,6 +132,13 @@ func (f *memFile) Close() error {
 	if !f.closed.CompareAndSwap(false, true) {
 		return &fs.PathError{Op: "close", Path: f.name, Err: fs.ErrClosed}
 	}
+	n := f.node
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.opens--
+	if n.opens == 0 && n.unlinked {
+		n.discard()
+	}
 	return nil
 }
 
@@ -142,13 +150,16 @@ func (f *memFile) Map(size int, writable bool) (Mapping, error) {
 	n := f.node
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if err := checkMap(f.name, f.flag, size, writable, int64(len(n.data))); err != nil {
+	if err := checkMap(f.name, f.flag, size, writable, int64(n.size)); err != nil {
 		return nil, err
 	}
-	m := &memMapping{node: n, name: f.name, b: []byte{}, writable: writable, gen: n.gen}
+	m := &memMapping{node: n, name: f.name, b: []byte{}, writable: writable}
 	if size > 0 {
 		// The capacity limit keeps an append to Bytes from writing into the rest of the file.
-		m.b = n.data[:size:size]
+		m.b = n.mapBytes(size, writable)
+		m.gen = n.gen // after mapBytes, which may have moved the first extent
+		m.r = n.ext[0].r
+		m.r.acquire()
 		if n.maps == nil {
 			n.maps = make(map[*memMapping]struct{})
 		}
@@ -157,54 +168,15 @@ func (f *memFile) Map(size int, writable bool) (Mapping, error) {
 	return m, nil
 }
 
-// resize sets the file's size, zero filling growth, under n.mu. Reallocation leaves live (read-only)
-// mappings on the old array, which mirror then keeps current.
-func (n *memNode) resize(size int) error {
-	var mapped int
-	var writable bool
-	for m := range n.maps {
-		mapped = max(mapped, len(m.b))
-		writable = writable || m.writable
-	}
-	switch {
-	case size < mapped:
-		return errMappedShrink
-	case size <= len(n.data):
-		n.data = n.data[:size]
-	case writable:
-		// A reallocation would leave the writer's mapping on the old array; refusing growth
-		// always, not only past the capacity, keeps the outcome independent of it.
-		return errMappedGrow
-	case size <= cap(n.data):
-		old := len(n.data)
-		n.data = n.data[:size]
-		clear(n.data[old:])
-	default:
-		grown := make([]byte, size, max(size, 2*cap(n.data)))
-		copy(grown, n.data)
-		n.data = grown
-		n.gen++
-	}
-	return nil
-}
-
-// mirror copies a write at off into the mappings still on an array data has left, under n.mu.
-func (n *memNode) mirror(off int, p []byte) {
-	for m := range n.maps {
-		if m.gen != n.gen && off < len(m.b) {
-			copy(m.b[off:], p)
-		}
-	}
-}
-
 // memMapping is a window on a node's bytes.
 type memMapping struct {
 	node     *memNode
 	name     string
 	b        []byte
 	writable bool
-	gen      uint64 // the node's gen when mapped
-	closed   bool   // guarded by node.mu
+	gen      uint64     // the node's gen when mapped
+	r        *memRegion // the anonymous mapping b is in, held until Close; nil for heap memory
+	closed   bool       // guarded by node.mu
 }
 
 func (m *memMapping) Bytes() []byte { return m.b }
@@ -227,5 +199,6 @@ func (m *memMapping) Close() error {
 	}
 	m.closed = true
 	delete(m.node.maps, m)
+	m.r.release()
 	return nil
 }
