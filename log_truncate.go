@@ -48,6 +48,9 @@ func (l *Log) TruncateTo(offset int64) error {
 	if err != nil {
 		return err
 	}
+	// The cut file must not be mapped by a read: mapped pages past its end are a SIGBUS.
+	keep.holdMappings()
+	defer keep.releaseMappings()
 
 	l.mu.Lock()
 	drop := slices.Clone(l.segments[i+1:])
@@ -157,7 +160,10 @@ func (s *segment) positionOf(offset int64) (int64, error) {
 // truncate cuts the segment's data at pos, makes it the writable active segment again and
 // rebuilds its indexes and state from what remains.
 func (s *segment) truncate(pos int64) error {
+	// Counted before the cut, so that a read that saw the old bytes cannot cache their positions
+	// (positionCache.put) and sees the change when it checks the count after its read.
 	s.truncations.Add(1)
+	s.posCache.invalidate(s)
 	if err := s.file.Truncate(pos); err != nil {
 		return err
 	}
