@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -184,8 +185,9 @@ func TestReadRecordGaps(t *testing.T) {
 		}
 		entries, bytes := positionsOf(l)
 		require.Equal(t, 2, entries)
-		// 20 records: 3 marks with deltas; 2 records: 1 mark with its delta.
-		require.Equal(t, 2*positionEntryOverhead+int64(3*8+1*8), bytes)
+		// Batches with gaps keep offset deltas beside positions: 8 bytes a mark.
+		marks := int64((20+positionStride-1)/positionStride + 1)
+		require.Equal(t, 2*positionEntryOverhead+8*marks, bytes)
 	})
 }
 
@@ -619,5 +621,50 @@ func TestReadRecordPastMapping(t *testing.T) {
 		} else {
 			require.Nil(t, m)
 		}
+	})
+}
+
+// TestReadRecordDenseMismatch writes straight into the segment a batch whose CRC is right but
+// whose last record claims an offset delta the batch's header has no room for (appends refuse
+// such a batch; a copied folder may hold one): reading that offset is ErrCorrupt, reading the
+// others is not.
+func TestReadRecordDenseMismatch(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		dir := t.TempDir()
+		l := openTestLog(t, fsy, dir, baseConfig(), WithSync(SyncNever))
+		want := appendBatches(t, l, 1, 5)
+		require.NoError(t, l.Close())
+
+		b := gapBatch(t, 5, 2, 0, 1, 2) // offsets 5, 6, 7
+		// The last record: length, attributes, timestamp delta 2 (zigzag 4), offset delta 2
+		// (zigzag 4), made 3 (zigzag 6).
+		sec := b[recordbatch.HeaderSize:]
+		p := 0
+		for range 2 {
+			n, err := recordbatch.SkipRecord(sec[p:], 0)
+			require.NoError(t, err)
+			p += n
+		}
+		require.Equal(t, byte(4), sec[p+3])
+		sec[p+3] = 6
+		binary.BigEndian.PutUint32(b[17:], recordbatch.ComputeCRC(b))
+		_, err := recordbatch.Check(b, 0)
+		require.NoError(t, err)
+		name := segPath(dir, 0, logSuffix)
+		size := fsFileSize(t, fsy, name)
+		fsPatch(t, fsy, name, size, b)
+
+		l = openTestLog(t, fsy, dir, baseConfig(), WithSync(SyncNever))
+		require.Equal(t, int64(8), l.LogEndOffset())
+		var r Record
+		for _, off := range []int64{5, 6} {
+			require.NoError(t, l.ReadRecord(off, &r))
+			require.Equal(t, off, r.Offset)
+			require.Equal(t, fmt.Sprintf("v%d", off), string(r.Value))
+		}
+		err = l.ReadRecord(7, &r)
+		require.ErrorIs(t, err, ErrCorrupt)
+		require.Contains(t, err.Error(), fmt.Sprintf("%s position %d (offset 7)", name, size))
+		readEach(t, l, want)
 	})
 }

@@ -15,7 +15,8 @@ import (
 // Offsets at or past the log end offset change nothing. It returns ErrOffsetOutOfRange when
 // offset < LogStartOffset, ErrClosed after Close, and an error wrapping ErrSync when the
 // truncation could not be made durable. Readers reading the removed records while TruncateTo
-// runs get errors, never another file's bytes.
+// runs get errors, never another file's bytes. It waits for the ReadRecord calls using the
+// segment's read mapping when it starts (the file must not shrink under a mapping in use).
 func (l *Log) TruncateTo(offset int64) error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()

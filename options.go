@@ -97,10 +97,12 @@ func WithMaxOpenFiles(n int) Option { return func(o *options) { o.maxOpenFiles =
 
 // WithRecordPositionCache bounds the memory, in bytes, that ReadRecord and Partition.ReadRecord
 // keep across a store's partitions (or a log opened with OpenLog keeps) for the batches they have
-// read: for each uncompressed batch of two records or more, the position of every 16th record
-// (8 bytes each) and about 160 bytes of bookkeeping, least recently used out first. A batch in the
-// cache has had its CRC and its records' framing checked: its reads check neither again, and walk
-// at most 15 records to the one they want. A batch not in it is checked whole on its read.
+// read: for each uncompressed batch of two records or more, the position of every 4th record
+// (4 bytes each, 8 in a batch with offset gaps) and 256 bytes of bookkeeping, least recently used
+// out first: about 11 KiB for each MiB of log of ~120-byte records in batches of hundreds. A
+// batch in the cache has had its CRC and its records' framing checked: its reads check neither
+// again, and step over at most 3 records to the one they want. A batch not in it is checked whole
+// on its read.
 //
 // Without this option (or with bytes = 0) the bound is DefaultRecordPositionCacheBytes (32 MiB).
 // A negative bytes keeps nothing: every ReadRecord checks the CRC of its whole batch and walks it

@@ -9,22 +9,23 @@ import (
 
 // DefaultRecordPositionCacheBytes is the memory a store (or a log opened on its own) gives to
 // the record position cache of ReadRecord when WithRecordPositionCache does not say: 32 MiB,
-// which keeps the batches of about 5 GiB of log of ~120-byte records in batches of hundreds
-// (about 5.6 KiB of positions per MiB of such a log).
+// which keeps the batches of about 3 GiB of log of ~120-byte records in batches of hundreds
+// (about 11 KiB of positions and bookkeeping per MiB of such a log).
 const DefaultRecordPositionCacheBytes = 32 << 20
 
 // positionStride is how many records apart a cached batch keeps positions: a read steps over at
 // most positionStride-1 records before the one it wants, and a batch costs 4 bytes of positions
 // for every positionStride records (8 when its offsets have gaps). Each record stepped over is
-// one more cache line of the segment to bring from memory, the main cost of a random read: 8
-// measured faster than 16 on random reads of 1M records of 116 bytes, for the same memory as 16
-// would take with offset deltas kept beside the positions.
-const positionStride = 8
+// one more cache line of the segment to bring from memory, the main cost of a random read: on
+// random reads of 1M records of 116 bytes in batches of 1000 (BenchmarkReadRecordRandom, 5 runs
+// each, beside the pread table), 4 took a median 0.93 of the baseline's time a read, 8 0.95 and
+// 16 1.36; 2 was no faster than 4, for twice the memory.
+const positionStride = 4
 
 // positionEntryOverhead is what the cache counts for an entry besides its positions: the entry
-// itself and its map slot, rounded up. Counting it keeps a cache of many small batches bounded
-// too.
-const positionEntryOverhead = 160
+// (the batch's header included), its map slot and its anchor's slot, rounded up. Counting it
+// keeps a cache of many small batches bounded too.
+const positionEntryOverhead = 256
 
 // recordMarks are the positions, in a batch's records section (the bytes after the 61-byte
 // header), of its records 0, positionStride, 2*positionStride, ..., and their offset deltas.
@@ -62,15 +63,16 @@ type positionKey struct {
 	pos int64
 }
 
-// positionEntry is a batch whose CRC and record framing were verified: its header's identity and
-// the position of every positionStride-th record. marks is never changed once the entry is in
-// the cache, so a read uses it without the lock.
+// positionEntry is a batch whose CRC and record framing were verified: its header and the
+// position of every positionStride-th record. h and marks never change once the entry is in the
+// cache, so a read uses them without the lock.
 type positionEntry struct {
-	key        positionKey
-	baseOffset int64
-	crc        uint32
-	size       int32
-	marks      recordMarks
+	key   positionKey
+	h     recordbatch.Header
+	marks recordMarks
+	// anchor is the position the offset index gave the read that last found this batch (-1:
+	// none), under which the cache's anchors remember it; guarded by the cache's mu.
+	anchor int64
 
 	// used is the clock's reference bit: set by every read that finds the entry (without the
 	// lock, and only when clear, so a hot entry's line is not written at every read), cleared
@@ -88,7 +90,12 @@ func (e *positionEntry) bytes() int64 {
 // matches reports whether the batch header h read at the entry's position is the batch the
 // entry was made from: a second guard, beside the key's truncation count.
 func (e *positionEntry) matches(h *recordbatch.Header) bool {
-	return e.baseOffset == h.BaseOffset && e.crc == h.CRC && int(e.size) == h.Size()
+	return e.h.BaseOffset == h.BaseOffset && e.h.CRC == h.CRC && e.h.Size() == h.Size()
+}
+
+// holds reports whether the batch's offsets cover offset.
+func (e *positionEntry) holds(offset int64) bool {
+	return e.h.BaseOffset <= offset && offset <= e.h.LastOffset()
 }
 
 // positionCache keeps the verified batches of ReadRecord for every log opened with the same
@@ -107,13 +114,20 @@ type positionCache struct {
 
 	mu      sync.Mutex
 	entries map[positionKey]*positionEntry
+	// anchors remembers, by the position the offset index gives for an offset (the batch whose
+	// last offset it indexed, one or more batches before the one holding the offset), the batch
+	// the last read from there found: a read whose offset that batch holds goes straight to it,
+	// without reading the batch headers on the way, which on a random read are cache and TLB
+	// misses of their own. At most one anchor per entry.
+	anchors map[positionKey]*positionEntry
 	hand    *positionEntry // the entry the clock looks at next; nil when empty
 	bytes   int64
 	evicted int // entries dropped for the bound, for tests
 }
 
 func newPositionCache(limit int64) *positionCache {
-	return &positionCache{limit: max(limit, 0), entries: make(map[positionKey]*positionEntry)}
+	return &positionCache{limit: max(limit, 0), entries: make(map[positionKey]*positionEntry),
+		anchors: make(map[positionKey]*positionEntry)}
 }
 
 // get returns the entry for k, marked used, or nil.
@@ -128,6 +142,51 @@ func (c *positionCache) get(k positionKey) *positionEntry {
 		e.used.Store(true)
 	}
 	return e
+}
+
+// anchored returns the entry remembered under the anchor position k, marked used, or nil.
+func (c *positionCache) anchored(k positionKey) *positionEntry {
+	if c == nil || c.limit == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	e := c.anchors[k]
+	c.mu.Unlock()
+	if e != nil && !e.used.Load() {
+		e.used.Store(true)
+	}
+	return e
+}
+
+// setAnchor remembers e under the anchor position k (same segment and truncation count), in
+// place of the entry remembered there before and of the anchor e had, if e is still cached.
+func (c *positionCache) setAnchor(k positionKey, e *positionEntry) {
+	if c == nil || k.seg != e.key.seg || k.gen != e.key.gen {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries[e.key] != e {
+		return // evicted or invalidated meanwhile
+	}
+	c.dropAnchor(e)
+	if old := c.anchors[k]; old != nil {
+		old.anchor = -1
+	}
+	c.anchors[k] = e
+	e.anchor = k.pos
+}
+
+// dropAnchor forgets e's anchor. Callers hold mu.
+func (c *positionCache) dropAnchor(e *positionEntry) {
+	if e.anchor < 0 {
+		return
+	}
+	k := positionKey{seg: e.key.seg, gen: e.key.gen, pos: e.anchor}
+	if c.anchors[k] == e {
+		delete(c.anchors, k)
+	}
+	e.anchor = -1
 }
 
 // put adds e unless its segment changed or closed since the read that made e loaded its key's
@@ -148,6 +207,7 @@ func (c *positionCache) put(e *positionEntry) {
 		return // another read of the same batch got there first
 	}
 	c.entries[e.key] = e
+	e.anchor = -1
 	e.used.Store(true) // just read: it goes after the entries nobody read since the hand passed
 	c.link(e)
 	e.segNext = s.positions
@@ -185,6 +245,7 @@ func (c *positionCache) invalidate(s *segment) {
 // remove takes e out of the map, the LRU list and its segment's list. Callers hold mu.
 func (c *positionCache) remove(e *positionEntry) {
 	delete(c.entries, e.key)
+	c.dropAnchor(e)
 	c.unlink(e)
 	s := e.key.seg
 	if e.segPrev != nil {
@@ -226,6 +287,7 @@ func (c *positionCache) unlink(e *positionEntry) {
 }
 
 // stats returns the entries and bytes held and the entries dropped for the bound, for tests.
+// Anchors are counted in their entries' bytes, one at most each.
 func (c *positionCache) stats() (entries int, bytes int64, evicted int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
