@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/commitlog-go/commitlog/internal/fsys"
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
 
@@ -40,14 +39,13 @@ import (
 // the batch headers from there, and then the record, are read in place through a read-only
 // mapping of the segment file where the file system shares mappings (mmap, the memory file
 // system; under the commitlog_nommap build tag they are read with pread, one call per header and
-// one for the records). The first read of a batch maps its pages in one call, checks it, and
-// keeps the position of every 4th record: later reads of any of its records step over at most 3
-// records, and go to the batch without reading a header on the way when the last read from the
-// same index position found it. Batches of one record are checked at every read (less work than
-// caching them), and so are compressed batches, which are decompressed whole at every read and
-// keep no positions: read those with Scan or ReadRecords. Nothing is allocated once r's buffers
-// have grown, but a batch's cache entry on its first read, header names that change, and what
-// decompression may take.
+// one for the records). The first read of a batch checks it, and keeps the position of every 4th
+// record: later reads of any of its records step over at most 3 records, and go to the batch
+// without reading a header on the way when the last read from the same index position found it.
+// Batches of one record are checked at every read (less work than caching them), and so are
+// compressed batches, which are decompressed whole at every read and keep no positions: read
+// those with Scan or ReadRecords. Nothing is allocated once r's buffers have grown, but a batch's
+// cache entry on its first read, header names that change, and what decompression may take.
 //
 // Kafka has no single-record fetch: a Fetch returns whole batches from an offset, and the
 // consumer's client walks them to the record it wants (the broker does not check CRCs on fetch;
@@ -228,11 +226,6 @@ func (l *Log) recordInBatch(s *segment, m *readMapping, buf *readBuf, anchor pos
 		}
 	}
 
-	if cacheable && m != nil {
-		// The check reads the whole batch once: its pages are mapped in one call rather than
-		// by a page fault each (a third of a cold read's time, measured on 117 KB batches).
-		fsys.Populate(m.m, int(pos), size)
-	}
 	b, err := s.bytesAt(m, buf, pos, size)
 	if err != nil {
 		return false, s.readError(pos, offset, err)

@@ -102,8 +102,9 @@ func (e *positionEntry) holds(offset int64) bool {
 // options (one store, or one log opened on its own), within a bound on the bytes of its entries,
 // the least recently used going first by the CLOCK approximation (as the file cache does): a read
 // that finds an entry only sets its reference bit, rather than moving it in a list, which would
-// write the lines of its neighbours, cache misses of their own on a random read. It is what lets a batch's CRC be checked once rather than
-// at every read of one of its records, and a read step over at most positionStride-1 records.
+// write the lines of its neighbours, cache misses of their own on a random read. It is what lets
+// a batch's CRC be checked once rather than at every read of one of its records, and a read step
+// over at most positionStride-1 records.
 //
 // Entries of a segment go when its data may change or its files close: truncation (TruncateTo,
 // a follower's truncation), removal (retention, truncation), and closing (Close, the file

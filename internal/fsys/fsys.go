@@ -76,17 +76,6 @@ func SharesMappings(f File) bool {
 	return ok && s.SharesMappings()
 }
 
-// Populate asks that the pages holding m's bytes [off, off+n) be mapped now, in one system call
-// (madvise MADV_POPULATE_READ on Linux 5.14 and later), rather than by a page fault at the first
-// touch of each: for a caller about to read all of them, such as a checksum over a range. It is
-// advice: a mapping that cannot (a copy, a kernel without it) ignores it, and so does a range
-// outside the mapping.
-func Populate(m Mapping, off, n int) {
-	if p, ok := m.(interface{ populate(off, n int) }); ok && off >= 0 && n > 0 && off <= len(m.Bytes())-n {
-		p.populate(off, n)
-	}
-}
-
 // Mapping is a file's bytes in memory.
 type Mapping interface {
 	// Bytes is the mapped memory; valid until Close.

@@ -53,12 +53,6 @@ type mmapping struct {
 
 func (m *mmapping) Bytes() []byte { return m.b }
 
-// populate is Populate's madvise; its error (EINVAL on kernels before 5.14) is advice not taken.
-func (m *mmapping) populate(off, n int) {
-	start := off &^ (os.Getpagesize() - 1) // madvise wants a page-aligned start; b starts on a page
-	_ = unix.Madvise(m.b[start:off+n], madvPopulateRead)
-}
-
 func (m *mmapping) Sync() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
