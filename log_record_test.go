@@ -668,3 +668,54 @@ func TestReadRecordDenseMismatch(t *testing.T) {
 		readEach(t, l, want)
 	})
 }
+
+// TestReadRecordClose closes the log under concurrent reads: each read returns a record or
+// ErrClosed, and none touches a mapping after it is gone (the last read using it unmaps it).
+func TestReadRecordClose(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		cfg := baseConfig()
+		cfg.SegmentBytes = 16 << 10
+		l := openTestLog(t, fsy, t.TempDir(), cfg, WithSync(SyncNever))
+		want := appendBatches(t, l, 20, 30)
+		var started sync.WaitGroup
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for g := range 4 {
+			started.Add(1)
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(g), 9))
+				var r Record
+				for n := 0; ; n++ {
+					if n == 50 {
+						started.Done()
+					}
+					off := rng.Int64N(int64(len(want)))
+					err := l.ReadRecord(off, &r)
+					if errors.Is(err, ErrClosed) {
+						if n < 50 {
+							started.Done()
+						}
+						return
+					}
+					if err != nil || r.Offset != off || string(r.Value) != string(want[off].Value) {
+						errs <- fmt.Errorf("read %d: %v, got offset %d", off, err, r.Offset)
+						if n < 50 {
+							started.Done()
+						}
+						return
+					}
+				}
+			})
+		}
+		started.Wait()
+		require.NoError(t, l.Close())
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		for _, s := range l.segments {
+			require.Nil(t, s.rmap.Load(), "segment %d still holds a mapping", s.baseOffset)
+		}
+	})
+}
