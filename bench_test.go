@@ -691,6 +691,88 @@ func BenchmarkReadRandom(b *testing.B) {
 	}
 }
 
+// BenchmarkReadRecordRandom reads single records at 100k random offsets (seeded) of a log built
+// in batches of 1000 records, as workload (e) of bench/ does, against the pread table baseline:
+// one pread of the record's bytes from the baseline file, whose record positions are kept in
+// memory. One op is one record read:
+//
+//   - ReadRecord: into one reused Record, through the segment's mapping (pread under the
+//     commitlog_nommap build tag) and the record position cache, so that after the first pass
+//     over the offsets every batch read has had its CRC checked and its positions kept;
+//   - ReadRecord-nocache: with WithRecordPositionCache(-1), every read checks its batch's CRC
+//     and walks it from its first record, as ReadRecords does.
+func BenchmarkReadRecordRandom(b *testing.B) {
+	bl := buildBenchLog(b, b.TempDir(), benchBytes(b), 1000)
+	rng := rand.New(rand.NewPCG(1, 2))
+	offsets := make([]int64, 100_000)
+	for i := range offsets {
+		offsets[i] = rng.Int64N(bl.leo)
+	}
+	b.Run("baseline=pread-table", func(b *testing.B) {
+		f, err := os.Open(bl.baseline)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		buf := make([]byte, 1024)
+		sum := 0
+		b.SetBytes(benchRecBytes)
+		b.ReportAllocs()
+		b.ResetTimer()
+		m0 := benchMallocs()
+		for i := range b.N {
+			off := offsets[i%len(offsets)]
+			pos, end := bl.basePos[off], bl.basePos[off+1]
+			p := buf[:end-pos]
+			if _, err := f.ReadAt(p, pos); err != nil {
+				b.Fatal(err)
+			}
+			sum += len(p) - 4
+		}
+		b.StopTimer()
+		if sum != b.N*benchRecBytes {
+			b.Fatalf("read %d bytes of records, want %d", sum, b.N*benchRecBytes)
+		}
+		benchReport(b, b.N, benchMallocs()-m0, 1)
+	})
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"log=ReadRecord", nil},
+		{"log=ReadRecord-nocache", []Option{WithRecordPositionCache(-1)}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			l, err := OpenLog(bl.dir, LogConfig{Sync: SyncNever}, tc.opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			var rec Record
+			sum := 0
+			b.SetBytes(benchRecBytes)
+			b.ReportAllocs()
+			b.ResetTimer()
+			m0 := benchMallocs()
+			for i := range b.N {
+				off := offsets[i%len(offsets)]
+				if err := l.ReadRecord(off, &rec); err != nil {
+					b.Fatal(err)
+				}
+				if rec.Offset != off {
+					b.Fatalf("read offset %d, got record %d", off, rec.Offset)
+				}
+				sum += len(rec.Key) + len(rec.Value)
+			}
+			b.StopTimer()
+			if sum != b.N*benchRecBytes {
+				b.Fatalf("read %d bytes of records, want %d", sum, b.N*benchRecBytes)
+			}
+			benchReport(b, b.N, benchMallocs()-m0, 1)
+		})
+	}
+}
+
 // BenchmarkOpen opens a log of COMMITLOG_BENCH_BYTES: after a clean close (nothing to scan but
 // the batches after the active segment's last index entry), and after a simulated crash (the
 // state file marked unclean with recovery point 0, so every batch is scanned and the indexes

@@ -9,8 +9,10 @@ var (
 	ErrClosed = errors.New("commitlog: closed")
 
 	// ErrOffsetOutOfRange is returned when an offset is below the log start offset or above the
-	// log end offset (Kafka's OFFSET_OUT_OF_RANGE). Reading at exactly the log end offset is not
-	// an error: there is nothing yet.
+	// log end offset (Kafka's OFFSET_OUT_OF_RANGE). Reading a range at exactly the log end offset
+	// (ReadBatches, ReadRecords, Scan) is not an error: there is nothing yet. ReadRecord, which
+	// has a record to return or nothing, returns it at and past the log end offset (or the high
+	// watermark) too.
 	ErrOffsetOutOfRange = errors.New("commitlog: offset out of range")
 
 	// ErrCorrupt is returned when bytes on disk or handed to a raw append are not a valid

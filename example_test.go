@@ -2,6 +2,7 @@ package commitlog_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -71,6 +72,45 @@ func ExampleTopic_Append() {
 	// cart-7 {"total":12} -> partition 1 offset 0
 	// cart-9 {"total":30} -> partition 0 offset 0
 	// cart-7 {"total":15} -> partition 1 offset 1
+}
+
+// Look records up by offset, one at a time, through one Record whose buffers every read reuses.
+func ExamplePartition_ReadRecord() {
+	s, err := commitlog.OpenInMemory()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	t, err := s.CreateTopic("orders", commitlog.TopicConfig{Partitions: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	p, err := t.Partition(0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var recs []*commitlog.Record
+	for i := range 100 {
+		recs = append(recs, &commitlog.Record{Key: fmt.Appendf(nil, "order-%d", i), Value: fmt.Appendf(nil, `{"n":%d}`, i)})
+	}
+	if err := p.Append(context.Background(), recs...); err != nil {
+		log.Fatal(err)
+	}
+
+	var r commitlog.Record
+	for _, off := range []int64{42, 7, 99} {
+		if err := p.ReadRecord(off, &r); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s/%d offset %d: %s %s\n", r.Topic, r.Partition, r.Offset, r.Key, r.Value)
+	}
+	err = p.ReadRecord(100, &r)
+	fmt.Println(errors.Is(err, commitlog.ErrOffsetOutOfRange))
+	// Output:
+	// orders/0 offset 42: order-42 {"n":42}
+	// orders/0 offset 7: order-7 {"n":7}
+	// orders/0 offset 99: order-99 {"n":99}
+	// true
 }
 
 // A reader reads from its own position; reading removes nothing, so another reader started at

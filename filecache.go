@@ -172,20 +172,21 @@ func (c *fileCache) stats() (open, peak, evicted int) {
 }
 
 // cachedFS is the file system the segments of the logs opened with one set of options see: the
-// caller's file system, and the cache that bounds their open files. Carried inside the file
-// system, the cache reaches every place that opens or creates a segment (loading, rolling,
-// truncation) with the arguments it already takes.
+// caller's file system, the cache that bounds their open files and the cache of record positions
+// their reads share. Carried inside the file system, the caches reach every place that opens or
+// creates a segment (loading, rolling, truncation) with the arguments it already takes.
 type cachedFS struct {
 	fsys.FS
-	files *fileCache
+	files     *fileCache
+	positions *positionCache
 }
 
-// withFileCache returns fs carrying c, in place of any cache it already carries.
-func withFileCache(fs fsys.FS, c *fileCache) fsys.FS {
+// withCaches returns fs carrying files and positions, in place of any caches it already carries.
+func withCaches(fs fsys.FS, files *fileCache, positions *positionCache) fsys.FS {
 	if w, ok := fs.(*cachedFS); ok {
 		fs = w.FS
 	}
-	return &cachedFS{FS: fs, files: c}
+	return &cachedFS{FS: fs, files: files, positions: positions}
 }
 
 // fileCacheOf returns the cache fs carries, or nil (no bound: segments stay open) when it carries
@@ -193,6 +194,15 @@ func withFileCache(fs fsys.FS, c *fileCache) fsys.FS {
 func fileCacheOf(fs fsys.FS) *fileCache {
 	if w, ok := fs.(*cachedFS); ok {
 		return w.files
+	}
+	return nil
+}
+
+// positionCacheOf returns the record position cache fs carries, or nil (nothing is kept: every
+// ReadRecord checks its batch) when it carries none.
+func positionCacheOf(fs fsys.FS) *positionCache {
+	if w, ok := fs.(*cachedFS); ok {
+		return w.positions
 	}
 	return nil
 }

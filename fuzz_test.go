@@ -136,12 +136,27 @@ func fuzzReadAll(t *testing.T, l *Log) map[int64]fuzzRead {
 		}
 		off = next
 	}
-	// Offset by offset, when there are few.
+	// Offset by offset, when there are few, with ReadRecords and with ReadRecord (twice: the
+	// second read may find the batch in the position cache), which agree when both read.
 	if leo-lso <= 300 {
+		var one Record
 		for off := lso; off < leo; off++ {
 			recs, err := l.ReadRecords(off, 1)
 			check(off, err)
 			keep(off, recs)
+			for range 2 {
+				rerr := l.ReadRecord(off, &one)
+				if rerr != nil && !errors.Is(rerr, ErrCorrupt) && !errors.Is(rerr, ErrOffsetOutOfRange) {
+					t.Fatalf("ReadRecord at %d: %v, want a record, ErrCorrupt or ErrOffsetOutOfRange", off, rerr)
+				}
+				if rerr == nil && (one.Offset < off || one.Offset >= leo) {
+					t.Fatalf("ReadRecord at %d read offset %d, log end offset %d", off, one.Offset, leo)
+				}
+				if rerr == nil && err == nil && len(recs) > 0 &&
+					(recs[0].Offset != one.Offset || !fuzzReadOf(recs[0]).equal(fuzzReadOf(&one))) {
+					t.Fatalf("ReadRecord and ReadRecords at %d read different records", off)
+				}
+			}
 		}
 	}
 	// Around the range: below it is out of range, at the end nothing.

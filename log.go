@@ -86,6 +86,7 @@ type Log struct {
 	builders sync.Pool // *recordbatch.Builder
 	scratch  sync.Pool // *[]byte read-ahead buffers for reads
 	readBufs sync.Pool // *[]byte batch buffers of ReadRecords and Scan, which hand out no bytes of them
+	decoders sync.Pool // *recordbatch.Decoder for ReadRecord's compressed batches
 
 	stopFlusher chan struct{}
 	flusherDone chan struct{}

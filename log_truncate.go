@@ -15,7 +15,8 @@ import (
 // Offsets at or past the log end offset change nothing. It returns ErrOffsetOutOfRange when
 // offset < LogStartOffset, ErrClosed after Close, and an error wrapping ErrSync when the
 // truncation could not be made durable. Readers reading the removed records while TruncateTo
-// runs get errors, never another file's bytes.
+// runs get errors, never another file's bytes. It waits for the ReadRecord calls using the
+// segment's read mapping when it starts (the file must not shrink under a mapping in use).
 func (l *Log) TruncateTo(offset int64) error {
 	l.lockWriters()
 	defer l.appendMu.Unlock()
@@ -48,6 +49,9 @@ func (l *Log) TruncateTo(offset int64) error {
 	if err != nil {
 		return err
 	}
+	// The cut file must not be mapped by a read: mapped pages past its end are a SIGBUS.
+	keep.holdMappings()
+	defer keep.releaseMappings()
 
 	l.mu.Lock()
 	drop := slices.Clone(l.segments[i+1:])
@@ -157,7 +161,10 @@ func (s *segment) positionOf(offset int64) (int64, error) {
 // truncate cuts the segment's data at pos, makes it the writable active segment again and
 // rebuilds its indexes and state from what remains.
 func (s *segment) truncate(pos int64) error {
+	// Counted before the cut, so that a read that saw the old bytes cannot cache their positions
+	// (positionCache.put) and sees the change when it checks the count after its read.
 	s.truncations.Add(1)
+	s.posCache.invalidate(s)
 	if err := s.file.Truncate(pos); err != nil {
 		return err
 	}

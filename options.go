@@ -18,7 +18,8 @@ type options struct {
 	fs     fsys.FS
 
 	retentionCheckInterval time.Duration
-	maxOpenFiles           int // 0: the default; negative: no bound
+	maxOpenFiles           int   // 0: the default; negative: no bound
+	positionCacheBytes     int64 // 0: the default; negative: no cache
 }
 
 func newOptions(opts []Option) options {
@@ -41,7 +42,14 @@ func newOptions(opts []Option) options {
 	case limit < 0:
 		limit = math.MaxInt
 	}
-	o.fs = withFileCache(o.fs, newFileCache(limit, o.logger))
+	positions := o.positionCacheBytes
+	switch {
+	case positions == 0:
+		positions = DefaultRecordPositionCacheBytes
+	case positions < 0:
+		positions = 0
+	}
+	o.fs = withCaches(o.fs, newFileCache(limit, o.logger), newPositionCache(positions))
 	return o
 }
 
@@ -86,6 +94,22 @@ func WithRetentionCheckInterval(d time.Duration) Option {
 // run under a limit of 256 descriptors. A negative n removes the bound: every segment opened stays
 // open until Close, as a Kafka broker keeps them.
 func WithMaxOpenFiles(n int) Option { return func(o *options) { o.maxOpenFiles = n } }
+
+// WithRecordPositionCache bounds the memory, in bytes, that ReadRecord and Partition.ReadRecord
+// keep across a store's partitions (or a log opened with OpenLog keeps) for the batches they have
+// read: for each uncompressed batch of two records or more, the position of every 4th record
+// (4 bytes each, 8 in a batch with offset gaps) and 256 bytes of bookkeeping, least recently used
+// out first: about 11 KiB for each MiB of log of ~120-byte records in batches of hundreds. A
+// batch in the cache has had its CRC and its records' framing checked: its reads check neither
+// again, and step over at most 3 records to the one they want. A batch not in it is checked whole
+// on its read.
+//
+// Without this option (or with bytes = 0) the bound is DefaultRecordPositionCacheBytes (32 MiB).
+// A negative bytes keeps nothing: every ReadRecord checks the CRC of its whole batch and walks it
+// from its first record, as ReadRecords does.
+func WithRecordPositionCache(bytes int64) Option {
+	return func(o *options) { o.positionCacheBytes = bytes }
+}
 
 // withFS replaces the file system; the in-memory store and fault-injection tests use it.
 func withFS(fs fsys.FS) Option { return func(o *options) { o.fs = fs } }

@@ -219,6 +219,22 @@ func (p *Partition) ReadRecords(offset int64, maxBytes int) ([]*Record, error) {
 	return recs, err
 }
 
+// ReadRecord reads the record at offset (the first at or after it) into r, below the high
+// watermark: records past it are not committed yet. It sets r.Topic and r.Partition to this
+// partition's; the rest as for Log.ReadRecord, whose storage reuse, cost and errors it shares,
+// with ErrOffsetOutOfRange at and past the high watermark as at and past the log end offset.
+func (p *Partition) ReadRecord(offset int64, r *Record) error {
+	hw := int64(-1)
+	if p.replicated.Load() {
+		hw = p.hw.Load()
+	}
+	if err := p.log.readRecord(offset, hw, r); err != nil {
+		return err
+	}
+	r.Topic, r.Partition = p.topic.name, p.id
+	return nil
+}
+
 // Scan returns an iterator over the records from offset from up to the high watermark seen when
 // the iteration starts, with Log.Scan's zero-copy rules: each record (Topic and Partition set)
 // and its bytes are valid only until the loop body returns. Errors as for Log.Scan.

@@ -107,6 +107,20 @@ type segment struct {
 	// BatchRange, which holds positions rather than bytes, can tell that they changed.
 	truncations atomic.Uint64
 	deleteAt    time.Time
+
+	// posCache is the store's record position cache (nil: none); positions heads the list of
+	// this segment's entries in it, guarded by the cache's mu.
+	posCache  *positionCache
+	positions *positionEntry
+
+	// The read mapping of the .log file (see segment_map.go): shared says whether the file
+	// system's mappings share the file's pages; rmap is the current mapping, nil when none;
+	// mapMu serialises making and dropping it, and mapHold (guarded by mapMu) counts the
+	// truncations under way, during which no mapping is made.
+	shared  bool
+	mapMu   sync.Mutex
+	rmap    atomic.Pointer[readMapping]
+	mapHold int
 }
 
 func (s *segment) path(suffix string) string {
@@ -115,13 +129,13 @@ func (s *segment) path(suffix string) string {
 
 // createSegment creates the files of a new, empty, active segment. The caller syncs the directory.
 func createSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig) (*segment, error) {
-	s := &segment{fs: fs, dir: dir, baseOffset: baseOffset, cfg: cfg, files: fileCacheOf(fs),
+	s := &segment{fs: fs, dir: dir, baseOffset: baseOffset, cfg: cfg, files: fileCacheOf(fs), posCache: positionCacheOf(fs),
 		nextOffset: baseOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1}
 	f, err := fs.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	s.file = f
+	s.file, s.shared = f, fsys.SharesMappings(f)
 	// Stale indexes of an earlier segment at this base offset must not be trusted.
 	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
 		if err := fs.Remove(s.path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -141,13 +155,13 @@ func createSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig) (*s
 // openSegment opens an existing segment's .log file and takes its size; load then opens the
 // indexes and recovers the in-memory state, and the log adds the segment to its file cache.
 func openSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig, sealed bool) (*segment, error) {
-	s := &segment{fs: fs, dir: dir, baseOffset: baseOffset, cfg: cfg, files: fileCacheOf(fs),
+	s := &segment{fs: fs, dir: dir, baseOffset: baseOffset, cfg: cfg, files: fileCacheOf(fs), posCache: positionCacheOf(fs),
 		nextOffset: baseOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1, sealed: sealed}
 	f, err := fs.OpenFile(s.path(logSuffix), os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
-	s.file = f
+	s.file, s.shared = f, fsys.SharesMappings(f)
 	size, err := f.Size()
 	if err != nil {
 		f.Close()
@@ -238,9 +252,12 @@ func (s *segment) finishEvict() error {
 	return err
 }
 
-// closeFiles closes the indexes and the .log file. Callers hold openMu (or own s alone) and have
-// cleared isOpen.
+// closeFiles closes the indexes and the .log file, lets the read mapping go once the reads using
+// it end, and drops the segment's cached record positions (a closed segment may be truncated or
+// removed before it opens again). Callers hold openMu (or own s alone) and have cleared isOpen.
 func (s *segment) closeFiles() error {
+	s.dropMapping()
+	s.posCache.invalidate(s)
 	err := s.closeIndexes()
 	if s.file != nil {
 		err = errors.Join(err, s.file.Close())
@@ -438,6 +455,8 @@ func (s *segment) retire(deleteAt time.Time) error {
 	}
 	s.deleteAt = deleteAt
 	s.retired.Store(true)
+	// Reads in progress finish on the files; no later read needs the positions.
+	s.posCache.invalidate(s)
 	return errors.Join(errs...)
 }
 

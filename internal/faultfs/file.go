@@ -133,6 +133,9 @@ func (fl *faultFile) Sync() error {
 	return err
 }
 
+// SharesMappings forwards the inner file's answer (see fsys.SharesMappings).
+func (fl *faultFile) SharesMappings() bool { return fsys.SharesMappings(fl.inner) }
+
 // Map maps the inner file; writes to a writable mapping are durable once it or the file is
 // synced.
 func (fl *faultFile) Map(size int, writable bool) (fsys.Mapping, error) {

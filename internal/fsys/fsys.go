@@ -62,6 +62,20 @@ type File interface {
 	Close() error
 }
 
+// SharesMappings reports whether f's read-only mappings share the file's bytes, as mmap does,
+// rather than copying them: bytes written to the file after Map, past the mapping's size, do not
+// disturb it, and a read-only mapping of a file that grows stays a window on its first bytes at
+// no cost. The real file system's mappings are shared on unix (not under the commitlog_nommap
+// build tag, nor on other systems, where Map copies the file), the memory file system's always.
+// A File that does not say (a wrapper that does not forward it) is taken not to share.
+//
+// Even when shared, a mapping must be closed before the file is truncated below its size: a
+// mapped page past the end of a file is a SIGBUS on access.
+func SharesMappings(f File) bool {
+	s, ok := f.(interface{ SharesMappings() bool })
+	return ok && s.SharesMappings()
+}
+
 // Mapping is a file's bytes in memory.
 type Mapping interface {
 	// Bytes is the mapped memory; valid until Close.

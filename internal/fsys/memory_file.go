@@ -142,6 +142,9 @@ func (f *memFile) Close() error {
 	return nil
 }
 
+// SharesMappings is true: Map shares the file's bytes (see fsys.SharesMappings).
+func (f *memFile) SharesMappings() bool { return true }
+
 // Map shares the file's bytes; see NewMemory for what a live mapping forbids.
 func (f *memFile) Map(size int, writable bool) (Mapping, error) {
 	if err := f.check("map", false, false); err != nil {

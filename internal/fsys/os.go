@@ -49,6 +49,9 @@ func (f *osFile) Truncate(size int64) error                { return f.f.Truncate
 func (f *osFile) Sync() error                              { return syncFile(f.f) }
 func (f *osFile) Close() error                             { return f.f.Close() }
 
+// SharesMappings reports whether Map is mmap (see fsys.SharesMappings).
+func (f *osFile) SharesMappings() bool { return mapIsMmap }
+
 func (f *osFile) Size() (int64, error) {
 	fi, err := f.f.Stat()
 	if err != nil {

@@ -210,3 +210,68 @@ func clone(b []byte) []byte {
 	}
 	return append(make([]byte, 0, len(b)), b...)
 }
+
+// FuzzRecordView: ParseRecordView accepts exactly the records parseRecord (Decode's record
+// parser) accepts, with the same fields and the same size; its header walk yields parseRecord's
+// headers; PeekRecord and SkipRecord, which read less, agree with it on every record it accepts.
+// No input panics, and every error matches a sentinel.
+func FuzzRecordView(f *testing.F) {
+	recs := []Record{
+		{TimestampDelta: 1000, OffsetDelta: 3, Key: bs("key-1"), Value: bs("value one"), Headers: []RecordHeader{{Key: "h", Value: bs("1")}, {Key: "h", Value: nil}, {Key: "", Value: bs("")}}},
+		{TimestampDelta: -900, Key: nil, Value: bs("")},
+		{TimestampDelta: 1 << 40, OffsetDelta: 1 << 20, Key: bs(""), Value: nil},
+	}
+	for i := range recs {
+		h := noProducer()
+		h.LastOffsetDelta = recs[i].OffsetDelta
+		b, err := Encode(nil, h, recs[i:i+1])
+		require.NoError(f, err)
+		f.Add(b[HeaderSize:])
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var v RecordView
+		n, err := ParseRecordView(data, 0, &v)
+		var want Record
+		var a headerArena
+		wn, werr := parseRecord(data, 0, &want, &a)
+		if werr != nil {
+			require.Error(t, err, "ParseRecordView accepts what parseRecord rejects")
+			requireSentinel(t, err)
+			if _, _, perr := PeekRecord(data, 0); perr != nil {
+				requireSentinel(t, perr)
+			}
+			if _, serr := SkipRecord(data, 0); serr != nil {
+				requireSentinel(t, serr)
+			}
+			return
+		}
+		require.NoError(t, err)
+		require.Equal(t, wn, n)
+		require.Equal(t, want.Attributes, v.Attributes)
+		require.Equal(t, want.TimestampDelta, v.TimestampDelta)
+		require.Equal(t, want.OffsetDelta, v.OffsetDelta)
+		require.Equal(t, want.Key == nil, v.Key == nil)
+		require.Equal(t, want.Key, v.Key)
+		require.Equal(t, want.Value == nil, v.Value == nil)
+		require.Equal(t, want.Value, v.Value)
+		require.Equal(t, len(want.Headers), v.HeaderCount)
+		w := v.Headers()
+		for _, hd := range want.Headers {
+			k, val, ok := w.Next()
+			require.True(t, ok)
+			require.Equal(t, hd.Key, string(k))
+			require.Equal(t, hd.Value == nil, val == nil)
+			require.Equal(t, hd.Value, val)
+		}
+		_, _, ok := w.Next()
+		require.False(t, ok)
+
+		d, pn, err := PeekRecord(data, 0)
+		require.NoError(t, err)
+		require.Equal(t, want.OffsetDelta, d)
+		require.Equal(t, wn, pn)
+		sn, err := SkipRecord(data, 0)
+		require.NoError(t, err)
+		require.Equal(t, wn, sn)
+	})
+}
