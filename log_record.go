@@ -3,6 +3,7 @@ package commitlog
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
@@ -149,6 +150,19 @@ func (l *Log) recordIn(s *segment, offset, end, leo, pos, limit int64, gen uint6
 	m := s.mapping(limit)
 	if m != nil {
 		defer m.release()
+		// A mapped page that cannot be read (a disk error, or the file cut by something other
+		// than this log) faults; with SetPanicOnFault the fault is a panic of this goroutine,
+		// turned here into the read's error, rather than a crash of the process.
+		defer func() {
+			if p := recover(); p != nil {
+				fault, ok := p.(interface{ Addr() uintptr })
+				if !ok {
+					panic(p)
+				}
+				found, err = false, s.readError(pos, offset, fmt.Errorf("fault reading the mapped segment at address %#x (a disk error, or the file cut outside this log)", fault.Addr()))
+			}
+		}()
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	}
 	buf := readBuf{l: l}
 	defer buf.put()
