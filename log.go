@@ -84,8 +84,28 @@ type Log struct {
 	scratch  sync.Pool // *[]byte read-ahead buffers for reads
 	readBufs sync.Pool // *[]byte batch buffers of ReadRecords and Scan, which hand out no bytes of them
 
+	// flushTarget is the base offset of the newest roll: the sealed segments below it are to be
+	// flushed, and the recovery point advances to it once they are (see flushSealed). truncGen
+	// counts truncations (TruncateTo, truncateFullyAndStartAt), which may lower the recovery point
+	// under a flush in progress. Both guarded by mu.
+	flushTarget int64
+	truncGen    uint64
+	// flushMu serialises flushes of sealed segments: the flusher's, Sync's and Close's.
+	flushMu sync.Mutex
+	// stateMu serialises writes of the state file; lastState is the one last written.
+	stateMu   sync.Mutex
+	lastState logState
+
+	// The flusher goroutine (see log_flush.go), under SyncNever and SyncInterval: flushWake
+	// (capacity 1) asks it to flush sealed segments; closing stopFlusher stops it and it closes
+	// flusherDone when it returns.
+	flushWake   chan struct{}
 	stopFlusher chan struct{}
 	flusherDone chan struct{}
+	// spareMu guards spareReady: the flusher has created the spare segment's files, which the
+	// next roll renames (see log_spare.go).
+	spareMu    sync.Mutex
+	spareReady bool
 }
 
 // OpenLog opens the partition log in dir, creating dir and an empty log when missing, and
@@ -218,7 +238,8 @@ func (l *Log) segmentFor(offset int64) int {
 	return max(i-1, 0)
 }
 
-// Close flushes every segment, trims the indexes, records a clean shutdown so that the next open
+// Close flushes every segment (sealed segments whose background flush is pending too), stops the
+// background flusher, trims the indexes, records a clean shutdown so that the next open
 // need not scan, and releases the directory. Blocked and later calls return ErrClosed. Close is
 // idempotent: later calls return nil.
 func (l *Log) Close() error {
@@ -242,6 +263,14 @@ func (l *Log) Close() error {
 	act := l.active()
 	clean := failed == nil
 	if clean {
+		// Sealed segments whose background flush has not run yet; the clean state written
+		// below records the recovery point this flush reaches.
+		if _, err := l.flushSealed(false); err != nil {
+			errs = append(errs, err)
+			clean = false
+		}
+	}
+	if clean {
 		if err := act.file.Sync(); err != nil {
 			errs = append(errs, l.fail(err))
 			clean = false
@@ -253,7 +282,7 @@ func (l *Log) Close() error {
 		errs = append(errs, s.close())
 	}
 	// Nobody can start a read now; files of reads still running go with the log.
-	errs = append(errs, l.sweepRetired(time.Time{}, true))
+	errs = append(errs, l.sweepRetired(time.Time{}, true), l.removeSpare())
 	if clean && errors.Join(errs...) == nil {
 		// Only a log whose every byte reached the disk may skip recovery next time.
 		st := logState{logStartOffset: l.logStartOffset, recoveryPoint: act.nextOffset, clean: true}
@@ -290,38 +319,6 @@ func (l *Log) fail(err error) error {
 		l.markSyncFailed(err)
 	}
 	return failure
-}
-
-// startFlusher starts the background flush of a SyncInterval policy.
-func (l *Log) startFlusher() {
-	d := l.cfg.Sync.Interval()
-	if d <= 0 {
-		return
-	}
-	l.stopFlusher = make(chan struct{})
-	l.flusherDone = make(chan struct{})
-	go func() {
-		defer close(l.flusherDone)
-		t := time.NewTicker(d)
-		defer t.Stop()
-		for {
-			select {
-			case <-l.stopFlusher:
-				return
-			case <-t.C:
-				if err := l.Sync(); err != nil && !errors.Is(err, ErrClosed) {
-					l.logger.Error("background flush failed", "err", err)
-				}
-			}
-		}
-	}()
-}
-
-func (l *Log) stopFlusherAndWait() {
-	if l.stopFlusher != nil {
-		close(l.stopFlusher)
-		<-l.flusherDone
-	}
 }
 
 // wrapIOErr classifies an error from the file system for the caller.

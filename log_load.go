@@ -116,6 +116,7 @@ func (l *Log) load() error {
 	}
 	l.logStartOffset = max(st.logStartOffset, l.segments[0].baseOffset)
 	l.recoveryPoint = l.active().nextOffset
+	l.flushTarget = l.recoveryPoint
 	// From here on a crash must not pass for a clean shutdown.
 	return l.writeState(logState{logStartOffset: l.logStartOffset, recoveryPoint: l.recoveryPoint})
 }
