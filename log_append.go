@@ -394,7 +394,8 @@ func (l *Log) Sync() error {
 	if closed {
 		return ErrClosed
 	}
-	// Sealed segments first: their flush may still be pending in the background.
+	// Sealed segments first: their flush may still be pending in the background, and so may
+	// the checkpoint of the recovery point a finished one reached.
 	for l.flushPending() {
 		retry, err := l.flushSealed(true)
 		if err != nil {
@@ -403,6 +404,9 @@ func (l *Log) Sync() error {
 		if !retry {
 			break
 		}
+	}
+	if l.cfg.Sync != SyncAlways && l.checkpointBehind() {
+		l.checkpointRecoveryPoint()
 	}
 	return l.syncTo(seq)
 }

@@ -27,7 +27,8 @@ var flushedSuffixes = [...]string{logSuffix, indexSuffix, timeIndexSuffix}
 
 // startFlusher starts the log's flusher goroutine under SyncNever and SyncInterval: it flushes
 // sealed segments and prepares the spare segment when a roll asks (wakeFlusher) and, under
-// SyncInterval, calls Sync every interval. Under SyncAlways there is no goroutine: nothing is left to flush in the background.
+// SyncInterval, calls Sync every interval. Under SyncAlways there is no goroutine: nothing is
+// left to flush in the background.
 func (l *Log) startFlusher() {
 	if l.cfg.Sync == SyncAlways {
 		return
@@ -38,6 +39,13 @@ func (l *Log) startFlusher() {
 	go l.runFlusher(l.cfg.Sync.Interval())
 }
 
+// recoveryCheckpointInterval is the least time between two checkpoints of the recovery point by
+// the flusher. A checkpoint is a file creation, two fsyncs, a rename and a directory fsync; a log
+// rolling many times a second would pay them at every roll. Kafka checkpoints recovery points
+// every log.flush.offset.checkpoint.interval.ms (60 s); a checkpoint that lags only makes the
+// next recovery scan more segments. Sync and Close checkpoint at once.
+const recoveryCheckpointInterval = time.Second
+
 // runFlusher is the flusher goroutine's loop; interval is SyncInterval's period, or 0.
 func (l *Log) runFlusher(interval time.Duration) {
 	defer close(l.flusherDone)
@@ -47,6 +55,12 @@ func (l *Log) runFlusher(interval time.Duration) {
 		defer t.Stop()
 		tick = t.C
 	}
+	// A checkpoint the interval holds back waits for ckTimer (ckDue is nil when none waits).
+	ckTimer := time.NewTimer(time.Hour)
+	ckTimer.Stop()
+	defer ckTimer.Stop()
+	var ckDue <-chan time.Time
+	var lastCheckpoint time.Time
 	for {
 		select {
 		case <-l.stopFlusher:
@@ -55,10 +69,14 @@ func (l *Log) runFlusher(interval time.Duration) {
 			if err := l.Sync(); err != nil && !errors.Is(err, ErrClosed) {
 				l.logger.Error("background flush failed", "err", err)
 			}
+		case <-ckDue:
+			ckDue = nil
+			l.checkpointRecoveryPoint()
+			lastCheckpoint = time.Now()
 		case <-l.flushWake:
 			l.prepareSpare()
 			for {
-				retry, err := l.flushSealed(true)
+				retry, err := l.flushSealed(false)
 				if err != nil {
 					if !errors.Is(err, ErrClosed) {
 						l.logger.Error("background flush of sealed segments failed", "err", err)
@@ -69,6 +87,16 @@ func (l *Log) runFlusher(interval time.Duration) {
 					break
 				}
 			}
+			if ckDue != nil || !l.checkpointBehind() {
+				break
+			}
+			if wait := recoveryCheckpointInterval - time.Since(lastCheckpoint); wait > 0 {
+				ckTimer.Reset(wait)
+				ckDue = ckTimer.C
+				break
+			}
+			l.checkpointRecoveryPoint()
+			lastCheckpoint = time.Now()
 		}
 	}
 }
@@ -196,6 +224,16 @@ func (l *Log) syncPath(path string) error {
 	}
 	err = f.Sync()
 	return errors.Join(err, f.Close())
+}
+
+// checkpointBehind reports whether the recovery point in memory differs from the one last
+// written to the state file.
+func (l *Log) checkpointBehind() bool {
+	l.stateMu.Lock()
+	defer l.stateMu.Unlock()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.recoveryPoint != l.lastState.recoveryPoint
 }
 
 // checkpointRecoveryPoint writes the recovery point the log holds now to the state file, beside
