@@ -48,19 +48,13 @@ func (l *Log) appendRecords(ctx context.Context, recs []*Record) (uint64, error)
 		return 0, nil
 	}
 	now := l.now()
-	latest := l.latestTimestamp(now)
-	for i, r := range recs {
-		if r.Timestamp.IsZero() || l.cfg.TimestampType == LogAppendTime {
-			r.Timestamp = now
-		} else if ts := r.Timestamp.UnixMilli(); ts > latest {
-			return 0, fmt.Errorf("record %d: %w", i, l.timestampError(ts, now))
-		}
-	}
 	l.writing.Add(1) // see lingerForWriters
 	defer l.writing.Add(-1)
 	enc := l.getEncoder()
 	defer l.builders.Put(enc)
-	w, err := enc.encode(recs, &l.cfg)
+	// The encoder gives records without a timestamp (all, under LogAppendTime) the append time
+	// and checks the others against TimestampAfterMax, as it encodes them.
+	w, err := enc.encode(recs, &l.cfg, now, l.latestTimestamp(now))
 	if err != nil {
 		return 0, err
 	}
@@ -160,9 +154,12 @@ func (l *Log) latestTimestamp(now time.Time) int64 {
 }
 
 // timestampError is the ErrInvalidTimestamp for a timestamp ts (ms) past latestTimestamp(now).
-func (l *Log) timestampError(ts int64, now time.Time) error {
+func (l *Log) timestampError(ts int64, now time.Time) error { return timestampError(&l.cfg, ts, now) }
+
+// timestampError is Log.timestampError for a log of configuration cfg.
+func timestampError(cfg *LogConfig, ts int64, now time.Time) error {
 	return fmt.Errorf("%w: timestamp %d is %s ahead of the append time %d; message.timestamp.after.max.ms is %d",
-		ErrInvalidTimestamp, ts, time.Duration(ts-now.UnixMilli())*time.Millisecond, now.UnixMilli(), l.cfg.TimestampAfterMax.Milliseconds())
+		ErrInvalidTimestamp, ts, time.Duration(ts-now.UnixMilli())*time.Millisecond, now.UnixMilli(), cfg.TimestampAfterMax.Milliseconds())
 }
 
 // validateRaw checks every batch in data and describes them for write. For a leader's append
