@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -313,4 +314,93 @@ func TestSyncAlwaysRollKeepsAcknowledged(t *testing.T) {
 			require.NoError(t, crashed.Close())
 		}
 	})
+}
+
+// TestRecoveryEndsAtTearPastRecoveryPoint: under SyncNever a sealed segment past the recovery
+// point may have been torn by a power loss (its flush had not run); recovery ends the log at the
+// tear and deletes the later segments, as Kafka's does. Under SyncAlways the same bytes are
+// corruption of a flushed segment: kept, reads of the bad batch get ErrCorrupt.
+func TestRecoveryEndsAtTearPastRecoveryPoint(t *testing.T) {
+	for _, tc := range []struct {
+		policy  SyncPolicy
+		wantEnd int64
+		bases   []int64
+	}{
+		{SyncNever, 15, []int64{0, 10}},
+		{SyncInterval(time.Hour), 15, []int64{0, 10}},
+		{SyncAlways, 40, []int64{0, 10, 20, 30}},
+	} {
+		t.Run(tc.policy.String(), func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+				dir := t.TempDir()
+				cfg := flushTestConfig(SyncNever)
+				l := openTestLog(t, fsy, dir, cfg)
+				// Segment 10 holds two batches, 10-14 and 15-19: the second is appended under a
+				// segment size that takes it.
+				want := append(appendBatches(t, l, 1, 10), appendBatches(t, l, 1, 5)...)
+				require.NoError(t, l.Close())
+				cfg.SegmentBytes = 1 << 20
+				l = openTestLog(t, fsy, dir, cfg)
+				want = append(want, appendBatches(t, l, 1, 5)...)
+				require.NoError(t, l.Close())
+				cfg.SegmentBytes = 100
+				l = openTestLog(t, fsy, dir, cfg)
+				want = append(want, appendBatches(t, l, 2, 10)...)
+				require.NoError(t, l.Close())
+				require.Equal(t, []int64{0, 10, 20, 30}, logFileBases(t, fsy, dir))
+
+				// A crash with the recovery point at 10 and the second batch of segment 10 torn.
+				writeTestState(t, fsy, dir, logState{logStartOffset: 0, recoveryPoint: 10})
+				seg10 := segPath(dir, 10, logSuffix)
+				fsTruncate(t, fsy, seg10, fsFileSize(t, fsy, seg10)-7)
+
+				cfg.Sync = tc.policy
+				l = openTestLog(t, fsy, dir, cfg)
+				require.Equal(t, tc.wantEnd, l.LogEndOffset())
+				require.Equal(t, tc.bases, logFileBases(t, fsy, dir))
+				if tc.policy != SyncAlways {
+					requireSameRecords(t, want[:15], readAllRecords(t, l))
+					more := workloadRecords(15, 1)
+					require.NoError(t, l.Append(context.Background(), more...))
+					require.Equal(t, int64(15), more[0].Offset)
+					return
+				}
+				_, err := l.ReadRecords(15, 1<<20)
+				require.ErrorIs(t, err, ErrCorrupt)
+			})
+		})
+	}
+}
+
+// TestSyncNeverPowerLossLeavesPrefix: a power loss while sealed segments wait for their
+// background flush leaves a log that opens, reads without error and holds a prefix of what was
+// appended, at least what the flushes covered; appends continue at its end.
+func TestSyncNeverPowerLossLeavesPrefix(t *testing.T) {
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			dir := t.TempDir()
+			inner := fsys.NewMemory()
+			require.NoError(t, inner.MkdirAll(dir, 0o755))
+			ffs := faultfs.New(inner, seed)
+			defer ffs.Release()
+			l := openTestLog(t, ffs, dir, flushTestConfig(SyncNever))
+			want := appendBatches(t, l, 2, 10)
+			require.NoError(t, l.Sync()) // segment 0 flushed; the recovery point is 10
+			stopTestFlusher(l)
+			want = append(want, appendBatches(t, l, 3, 10)...)
+			// The directory's entries of segments 20 to 40 become durable, their bytes do not.
+			require.NoError(t, ffs.SyncDir(dir))
+
+			for _, mode := range []faultfs.Mode{faultfs.PowerLossDrop, faultfs.PowerLossTorn, faultfs.PowerLoss} {
+				crashed := openTestLog(t, crashImage(t, ffs, mode), dir, flushTestConfig(SyncNever))
+				end := crashed.LogEndOffset()
+				require.GreaterOrEqual(t, end, int64(10), "%s", mode)
+				requireSameRecords(t, want[:end], readAllRecords(t, crashed))
+				more := workloadRecords(int(end), 1)
+				require.NoError(t, crashed.Append(context.Background(), more...))
+				require.Equal(t, end, more[0].Offset)
+				require.NoError(t, crashed.Close())
+			}
+		})
+	}
 }
