@@ -102,10 +102,6 @@ type Log struct {
 	flushWake   chan struct{}
 	stopFlusher chan struct{}
 	flusherDone chan struct{}
-	// spareMu guards spareReady: the flusher has created the spare segment's files, which the
-	// next roll renames (see log_spare.go).
-	spareMu    sync.Mutex
-	spareReady bool
 }
 
 // OpenLog opens the partition log in dir, creating dir and an empty log when missing, and
@@ -282,7 +278,7 @@ func (l *Log) Close() error {
 		errs = append(errs, s.close())
 	}
 	// Nobody can start a read now; files of reads still running go with the log.
-	errs = append(errs, l.sweepRetired(time.Time{}, true), l.removeSpare())
+	errs = append(errs, l.sweepRetired(time.Time{}, true))
 	if clean && errors.Join(errs...) == nil {
 		// Only a log whose every byte reached the disk may skip recovery next time.
 		st := logState{logStartOffset: l.logStartOffset, recoveryPoint: act.nextOffset, clean: true}

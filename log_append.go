@@ -335,7 +335,7 @@ func (l *Log) roll(newBase int64) error {
 		// cache may close the files before the flusher syncs them by path.
 		old.pinned.Store(false)
 	}
-	seg, err := l.newSegment(newBase)
+	seg, err := createSegment(l.fs, l.dir, newBase, &l.cfg)
 	if err != nil {
 		return l.fail(fmt.Errorf("create segment %d: %w", newBase, err))
 	}

@@ -26,7 +26,7 @@ import (
 var flushedSuffixes = [...]string{logSuffix, indexSuffix, timeIndexSuffix}
 
 // startFlusher starts the log's flusher goroutine under SyncNever and SyncInterval: it flushes
-// sealed segments and prepares the spare segment when a roll asks (wakeFlusher) and, under
+// sealed segments when a roll asks (wakeFlusher) and, under
 // SyncInterval, calls Sync every interval. Under SyncAlways there is no goroutine: nothing is
 // left to flush in the background.
 func (l *Log) startFlusher() {
@@ -74,7 +74,6 @@ func (l *Log) runFlusher(interval time.Duration) {
 			l.checkpointRecoveryPoint()
 			lastCheckpoint = time.Now()
 		case <-l.flushWake:
-			l.prepareSpare()
 			for {
 				retry, err := l.flushSealed(false)
 				if err != nil {

@@ -115,11 +115,13 @@ func (s *segment) path(suffix string) string {
 
 // createSegment creates the files of a new, empty, active segment. The caller syncs the directory.
 func createSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig) (*segment, error) {
-	s := newActiveSegment(fs, dir, baseOffset, cfg)
+	s := &segment{fs: fs, dir: dir, baseOffset: baseOffset, cfg: cfg, files: fileCacheOf(fs),
+		nextOffset: baseOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1}
 	f, err := fs.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
+	s.file = f
 	// Stale indexes of an earlier segment at this base offset must not be trusted.
 	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
 		if err := fs.Remove(s.path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -127,51 +129,13 @@ func createSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig) (*s
 			return nil, err
 		}
 	}
-	if err := s.activate(f); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// adoptSegment makes a new, empty, active segment of three empty files, spare(suffix) for each
-// of the segment's suffixes (see log_spare.go), renamed to the segment's names: a rename costs a small fraction of a file
-// creation on ext4. A rename replaces stale files of an earlier segment at this base offset, as
-// createSegment's truncation and removals do. The caller syncs the directory. On an error the
-// spare's files may be left under either name; createSegment then replaces them.
-func adoptSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig, spare func(suffix string) string) (*segment, error) {
-	s := newActiveSegment(fs, dir, baseOffset, cfg)
-	for _, suf := range [...]string{logSuffix, indexSuffix, timeIndexSuffix} {
-		if err := fs.Rename(spare(suf), s.path(suf)); err != nil {
-			return nil, err
-		}
-	}
-	f, err := fs.OpenFile(s.path(logSuffix), os.O_RDWR, 0)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.activate(f); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// newActiveSegment returns the in-memory state of an empty segment at baseOffset.
-func newActiveSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig) *segment {
-	return &segment{fs: fs, dir: dir, baseOffset: baseOffset, cfg: cfg, files: fileCacheOf(fs),
-		nextOffset: baseOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1}
-}
-
-// activate takes f, the new segment's open .log file, opens its indexes writable and adds the
-// segment to the file cache. f is closed on an error.
-func (s *segment) activate(f fsys.File) error {
-	s.file = f
 	if err := s.openIndexes(true); err != nil {
 		f.Close()
-		return err
+		return nil, err
 	}
 	s.isOpen.Store(true)
 	s.files.add(s)
-	return nil
+	return s, nil
 }
 
 // openSegment opens an existing segment's .log file and takes its size; load then opens the
