@@ -191,6 +191,42 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
+// BenchmarkTopicAppendKeyed measures Topic.Append of keyed records in calls of 8192 into 8
+// partitions under SyncNever, the shape of the bench module's flights workload (3-byte keys
+// among 300, 60-byte values) without its segment rolls: routing, encoding and writing. One op is
+// one record. Run with -cpu 1 to see the CPU a record costs.
+func BenchmarkTopicAppendKeyed(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(b.TempDir(), WithSync(SyncNever))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	t, err := s.CreateTopic("flights", TopicConfig{Partitions: 8, LogConfig: LogConfig{SegmentDuration: 1000 * 24 * time.Hour}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const batch = 8192
+	recs := make([]*Record, batch)
+	for i := range recs {
+		recs[i] = &Record{Key: fmt.Appendf(nil, "K%02d", i*7919%300), Value: fmt.Appendf(nil, "%060d", i),
+			Timestamp: time.UnixMilli(1_000_000_000_000 + int64(i)*1000)}
+	}
+	if err := t.Append(ctx, recs...); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	m0 := benchMallocs()
+	for n := 0; n < b.N; n += batch {
+		if err := t.Append(ctx, recs[:min(batch, b.N-n)]...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	benchReport(b, b.N, benchMallocs()-m0, batch)
+}
+
 // BenchmarkAppendSyncAlways measures single-record appends under SyncAlways from 1 and 16
 // goroutines: with group commit, 16 goroutines share fsyncs and reach many times the records/s of
 // one. The baseline writes one length-prefixed record and fdatasyncs the file, per op: the disk's

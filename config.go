@@ -55,7 +55,8 @@ const (
 	// SyncAlways makes Append return only after its bytes are on stable storage. Concurrent
 	// appends share one fdatasync (group commit).
 	SyncAlways SyncPolicy = -1
-	// SyncNever leaves flushing to the operating system (and to Close and segment rolls).
+	// SyncNever leaves flushing to the operating system, to Close and Sync, and to the log's
+	// background flush of each segment it rolls (Kafka's flush of a rolled segment).
 	SyncNever SyncPolicy = -2
 )
 

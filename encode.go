@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
@@ -21,27 +22,24 @@ func (l *Log) getEncoder() *encoder {
 	return &encoder{}
 }
 
-// recordSizeBound is an upper bound of a record's encoded size: every varint at its widest.
-func recordSizeBound(r *Record) int {
-	n := 5 + 1 + 10 + 5 + 5 + len(r.Key) + 5 + len(r.Value) + 5
-	for _, h := range r.Headers {
-		n += 5 + len(h.Key) + 5 + len(h.Value)
-	}
-	return n
-}
-
 // encode builds the batches for recs, split so that none exceeds cfg.MaxMessageBytes. Offsets in
 // the result start at 0; the log rebases them. The result aliases the encoder's buffers.
-func (e *encoder) encode(recs []*Record, cfg *LogConfig) (*pendingWrite, error) {
+//
+// It also takes each record's timestamp, in the same pass: a record with none, and every record
+// under LogAppendTime, gets now (recs are changed); under CreateTime a timestamp past latest (ms)
+// is ErrInvalidTimestamp (see Log.timestampError), and records before it may have been given now.
+func (e *encoder) encode(recs []*Record, cfg *LogConfig, now time.Time, latest int64) (*pendingWrite, error) {
 	attrs := recordbatch.Attributes(0).WithCodec(recordbatch.Codec(cfg.Compression))
-	if cfg.TimestampType == LogAppendTime {
+	logAppendTime := cfg.TimestampType == LogAppendTime
+	if logAppendTime {
 		attrs |= recordbatch.AttrLogAppendTime
 	}
+	nowMs := now.UnixMilli()
 	hdr := recordbatch.Header{PartitionLeaderEpoch: -1, Attributes: attrs, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
-	if cfg.TimestampType == LogAppendTime && len(recs) > 0 {
+	if logAppendTime {
 		// The builder writes the header's MaxTimestamp for LogAppendTime batches: the append
-		// time, which Append gave every record.
-		hdr.MaxTimestamp = recs[0].Timestamp.UnixMilli()
+		// time, which every record gets.
+		hdr.MaxTimestamp = nowMs
 	}
 	limit := cfg.MaxMessageBytes
 	e.w = pendingWrite{batches: e.w.batches[:0], maxTimestamp: -1}
@@ -77,16 +75,21 @@ func (e *encoder) encode(recs []*Record, cfg *LogConfig) (*pendingWrite, error) 
 		e.w.lastOffset = h.LastOffset()
 		return nil
 	}
-	for _, r := range recs {
-		bound := recordSizeBound(r)
-		if e.b.Len() > 0 && e.b.EstimatedSize()+bound > limit {
+	for i, r := range recs {
+		var ts int64
+		if logAppendTime || r.Timestamp.IsZero() {
+			r.Timestamp, ts = now, nowMs
+		} else if ts = r.Timestamp.UnixMilli(); ts > latest {
+			return nil, fmt.Errorf("record %d: %w", i, timestampError(cfg, ts, now))
+		}
+		if !e.b.AddWithin(limit, ts, r.Key, r.Value, r.Headers) {
 			if err := flush(false); err != nil {
 				return nil, err
 			}
 			hdr.BaseOffset = next
 			e.b.Reset(hdr)
+			e.b.AddWithin(limit, ts, r.Key, r.Value, r.Headers) // the first record always goes
 		}
-		e.b.Add(r.Timestamp.UnixMilli(), r.Key, r.Value, r.Headers)
 		next++
 		if e.b.Len() == 1 && e.b.EstimatedSize() > limit {
 			return nil, fmt.Errorf("%w: record of %d bytes, max.message.bytes is %d", ErrRecordTooLarge, e.b.EstimatedSize(), limit)

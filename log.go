@@ -88,6 +88,22 @@ type Log struct {
 	readBufs sync.Pool // *[]byte batch buffers of ReadRecords and Scan, which hand out no bytes of them
 	decoders sync.Pool // *recordbatch.Decoder for ReadRecord's compressed batches
 
+	// flushTarget is the base offset of the newest roll: the sealed segments below it are to be
+	// flushed, and the recovery point advances to it once they are (see flushSealed). truncGen
+	// counts truncations (TruncateTo, truncateFullyAndStartAt), which may lower the recovery point
+	// under a flush in progress. Both guarded by mu.
+	flushTarget int64
+	truncGen    uint64
+	// flushMu serialises flushes of sealed segments: the flusher's, Sync's and Close's.
+	flushMu sync.Mutex
+	// stateMu serialises writes of the state file; lastState is the one last written.
+	stateMu   sync.Mutex
+	lastState logState
+
+	// The flusher goroutine (see log_flush.go), under SyncNever and SyncInterval: flushWake
+	// (capacity 1) asks it to flush sealed segments; closing stopFlusher stops it and it closes
+	// flusherDone when it returns.
+	flushWake   chan struct{}
 	stopFlusher chan struct{}
 	flusherDone chan struct{}
 }
@@ -222,7 +238,8 @@ func (l *Log) segmentFor(offset int64) int {
 	return max(i-1, 0)
 }
 
-// Close flushes every segment, trims the indexes, records a clean shutdown so that the next open
+// Close flushes every segment (sealed segments whose background flush is pending too), stops the
+// background flusher, trims the indexes, records a clean shutdown so that the next open
 // need not scan, and releases the directory. Blocked and later calls return ErrClosed. Close is
 // idempotent: later calls return nil.
 func (l *Log) Close() error {
@@ -245,6 +262,14 @@ func (l *Log) Close() error {
 	var errs []error
 	act := l.active()
 	clean := failed == nil
+	if clean {
+		// Sealed segments whose background flush has not run yet; the clean state written
+		// below records the recovery point this flush reaches.
+		if _, err := l.flushSealed(false); err != nil {
+			errs = append(errs, err)
+			clean = false
+		}
+	}
 	if clean {
 		if err := act.file.Sync(); err != nil {
 			errs = append(errs, l.fail(err))
@@ -294,38 +319,6 @@ func (l *Log) fail(err error) error {
 		l.markSyncFailed(err)
 	}
 	return failure
-}
-
-// startFlusher starts the background flush of a SyncInterval policy.
-func (l *Log) startFlusher() {
-	d := l.cfg.Sync.Interval()
-	if d <= 0 {
-		return
-	}
-	l.stopFlusher = make(chan struct{})
-	l.flusherDone = make(chan struct{})
-	go func() {
-		defer close(l.flusherDone)
-		t := time.NewTicker(d)
-		defer t.Stop()
-		for {
-			select {
-			case <-l.stopFlusher:
-				return
-			case <-t.C:
-				if err := l.Sync(); err != nil && !errors.Is(err, ErrClosed) {
-					l.logger.Error("background flush failed", "err", err)
-				}
-			}
-		}
-	}()
-}
-
-func (l *Log) stopFlusherAndWait() {
-	if l.stopFlusher != nil {
-		close(l.stopFlusher)
-		<-l.flusherDone
-	}
 }
 
 // wrapIOErr classifies an error from the file system for the caller.

@@ -49,19 +49,13 @@ func (l *Log) appendRecords(ctx context.Context, recs []*Record, await bool) (wr
 		return writeTicket{}, nil
 	}
 	now := l.now()
-	latest := l.latestTimestamp(now)
-	for i, r := range recs {
-		if r.Timestamp.IsZero() || l.cfg.TimestampType == LogAppendTime {
-			r.Timestamp = now
-		} else if ts := r.Timestamp.UnixMilli(); ts > latest {
-			return writeTicket{}, fmt.Errorf("record %d: %w", i, l.timestampError(ts, now))
-		}
-	}
 	l.writing.Add(1) // see lingerForWriters
 	defer l.writing.Add(-1)
 	enc := l.getEncoder()
 	defer l.builders.Put(enc)
-	w, err := enc.encode(recs, &l.cfg)
+	// The encoder gives records without a timestamp (all, under LogAppendTime) the append time
+	// and checks the others against TimestampAfterMax, as it encodes them.
+	w, err := enc.encode(recs, &l.cfg, now, l.latestTimestamp(now))
 	if err != nil {
 		return writeTicket{}, err
 	}
@@ -161,9 +155,12 @@ func (l *Log) latestTimestamp(now time.Time) int64 {
 }
 
 // timestampError is the ErrInvalidTimestamp for a timestamp ts (ms) past latestTimestamp(now).
-func (l *Log) timestampError(ts int64, now time.Time) error {
+func (l *Log) timestampError(ts int64, now time.Time) error { return timestampError(&l.cfg, ts, now) }
+
+// timestampError is Log.timestampError for a log of configuration cfg.
+func timestampError(cfg *LogConfig, ts int64, now time.Time) error {
 	return fmt.Errorf("%w: timestamp %d is %s ahead of the append time %d; message.timestamp.after.max.ms is %d",
-		ErrInvalidTimestamp, ts, time.Duration(ts-now.UnixMilli())*time.Millisecond, now.UnixMilli(), l.cfg.TimestampAfterMax.Milliseconds())
+		ErrInvalidTimestamp, ts, time.Duration(ts-now.UnixMilli())*time.Millisecond, now.UnixMilli(), cfg.TimestampAfterMax.Milliseconds())
 }
 
 // validateRaw checks every batch in data and describes them for write. For a leader's append
@@ -319,10 +316,16 @@ func (l *Log) publish(seg *segment, data []byte, batches []batchInfo, pos int64,
 	return nil
 }
 
-// roll seals the active segment and starts a new one at newBase. Sealing flushes the old
-// segment's data and indexes; the new files are made durable with a directory fsync before any
-// append lands in them. An empty active segment is replaced rather than sealed. Callers hold
-// appendMu.
+// roll seals the active segment and starts a new one at newBase. An empty active segment is
+// replaced rather than sealed. Callers hold appendMu.
+//
+// Under SyncAlways the old segment's data is fsynced before the new segment becomes active: the
+// group commit's fsync covers the active segment only, and appends whose bytes went to the old
+// one may still wait for theirs. Its indexes are synced and the new segment's directory entry too
+// before any append lands in it, and the recovery point advances at once. Under SyncNever and
+// SyncInterval nothing waits for the disk here: the old segment's flush, the directory's and the
+// recovery point's checkpoint go to the flusher (see flushSealed), as Kafka's roll schedules
+// them; a process kill loses nothing of them, the page cache keeps it.
 func (l *Log) roll(newBase int64) error {
 	old := l.active()
 	empty := old.size.Load() == 0
@@ -331,30 +334,39 @@ func (l *Log) roll(newBase int64) error {
 		// write wider than one segment's 2^31 offsets asks that, and validateRaw refuses those.
 		return fmt.Errorf("%w: a write cannot fit an empty segment at base offset %d", ErrCorrupt, newBase)
 	}
+	always := l.cfg.Sync == SyncAlways
 	if !empty {
 		// Readers look up the indexes under mu, so remapping them happens under it; the fsyncs
 		// of the data before and of the trimmed indexes after happen outside, so that readers
 		// never wait for the disk.
-		err := old.file.Sync()
+		var err error
+		if always {
+			err = old.file.Sync()
+		}
 		if err == nil {
 			l.mu.Lock()
 			err = old.sealIndexes()
 			l.mu.Unlock()
 		}
-		if err == nil {
+		if err == nil && always {
 			err = old.syncIndexes()
 		}
 		if err != nil {
 			return l.fail(fmt.Errorf("seal %s: %w", old.path(logSuffix), err))
 		}
+		// Sealed, the indexes are read-only and their bytes are in the page cache: the file
+		// cache may close the files before the flusher syncs them by path.
+		old.pinned.Store(false)
 	}
 	seg, err := createSegment(l.fs, l.dir, newBase, &l.cfg)
 	if err != nil {
 		return l.fail(fmt.Errorf("create segment %d: %w", newBase, err))
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		seg.remove()
-		return l.fail(fmt.Errorf("sync directory %s: %w", l.dir, err))
+	if always {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			seg.remove()
+			return l.fail(fmt.Errorf("sync directory %s: %w", l.dir, err))
+		}
 	}
 	l.mu.Lock()
 	if empty {
@@ -362,7 +374,10 @@ func (l *Log) roll(newBase int64) error {
 	} else {
 		l.segments = append(l.segments, seg)
 	}
-	l.recoveryPoint = newBase
+	l.flushTarget = newBase
+	if always {
+		l.recoveryPoint = newBase
+	}
 	st := logState{logStartOffset: l.logStartOffset, recoveryPoint: newBase}
 	l.mu.Unlock()
 	if empty {
@@ -371,8 +386,10 @@ func (l *Log) roll(newBase int64) error {
 			return l.fail(fmt.Errorf("remove empty segment %s: %w", old.path(logSuffix), err))
 		}
 	}
-	// Everything below newBase is on disk; a crash from here on scans only the new segment.
-	if err := l.writeState(st); err != nil {
+	if !always {
+		l.wakeFlusher()
+	} else if err := l.writeState(st); err != nil {
+		// Everything below newBase is on disk; a crash from here on scans only the new segment.
 		l.logger.Warn("recovery point checkpoint failed; the next recovery scans more", "err", err)
 	}
 	l.logger.Debug("rolled segment", "base_offset", newBase)
@@ -404,13 +421,28 @@ func (l *Log) Sync() error {
 	if closed {
 		return ErrClosed
 	}
+	// Sealed segments first: their flush may still be pending in the background, and so may
+	// the checkpoint of the recovery point a finished one reached.
+	for l.flushPending() {
+		retry, err := l.flushSealed(true)
+		if err != nil {
+			return err
+		}
+		if !retry {
+			break
+		}
+	}
+	if l.cfg.Sync != SyncAlways && l.checkpointBehind() {
+		l.checkpointRecoveryPoint()
+	}
 	return l.syncTo(seq)
 }
 
 // syncTo makes writes up to seq durable. Group commit: one caller at a time is the leader, which
 // flushes everything published so far; the callers that arrive while it runs wait for it, and
 // those its fsync covered return without one of their own, all at once, while one of the others
-// leads the next fsync. Segments before the active one were flushed when they were sealed.
+// leads the next fsync. Segments before the active one were flushed when they were sealed
+// (SyncAlways), or are flushed by flushSealed (the other policies).
 func (l *Log) syncTo(seq uint64) error {
 	l.gcMu.Lock()
 	for l.gcSyncing && l.gcDurable < seq {

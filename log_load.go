@@ -59,6 +59,26 @@ func (l *Log) load() error {
 		if rep.rebuilt != nil {
 			l.logger.Warn("index rebuilt from the log", "segment", s.path(logSuffix), "reason", rep.rebuilt)
 		}
+		if !last && full && haveState && l.cfg.Sync != SyncAlways &&
+			(rep.badPos >= 0 || s.size.Load() == 0) {
+			// Past the recovery point, a sealed segment of a log that flushes rolled segments in
+			// the background (see log_flush.go) may have reached the disk only in part before a
+			// power loss: a bad batch there is a torn write, not corruption, and so is an empty
+			// sealed segment (a roll replaces an empty segment rather than seal it: its bytes
+			// never reached the disk). The log ends there, as Kafka's recovery ends it, and the
+			// later segments, written after the tear, go. A segment that lost whole batches at
+			// its end reads as one that ends short of the next, as a follower's does before a
+			// gap in its leader's offsets: it is kept. Under SyncAlways a roll flushes the old
+			// segment before the next one exists, so a bad batch in a sealed segment is
+			// corruption whatever the state says.
+			if rep.badPos < 0 {
+				rep.badPos = s.size.Load()
+			}
+			if err := l.cutAtTear(s, rep, bases[i+1:]); err != nil {
+				return fmt.Errorf("commitlog: recover %s: %w", s.path(logSuffix), err)
+			}
+			break
+		}
 		if rep.badPos < 0 {
 			continue
 		}
@@ -116,8 +136,29 @@ func (l *Log) load() error {
 	}
 	l.logStartOffset = max(st.logStartOffset, l.segments[0].baseOffset)
 	l.recoveryPoint = l.active().nextOffset
+	l.flushTarget = l.recoveryPoint
 	// From here on a crash must not pass for a clean shutdown.
 	return l.writeState(logState{logStartOffset: l.logStartOffset, recoveryPoint: l.recoveryPoint})
+}
+
+// cutAtTear ends the log at a torn batch found at rep.badPos in s, a sealed segment past the
+// recovery point: s is cut there and becomes the active segment, and the files of the segments
+// after it (base offsets later, not opened) are deleted.
+func (l *Log) cutAtTear(s *segment, rep loadReport, later []int64) error {
+	l.logger.Warn("torn batch in a segment written after the recovery point; the log ends there",
+		"segment", s.path(logSuffix), "position", rep.badPos, "segments_deleted", len(later), "err", rep.cause)
+	if err := s.truncate(rep.badPos); err != nil {
+		return err
+	}
+	for _, base := range later {
+		for _, suf := range [...]string{logSuffix, indexSuffix, timeIndexSuffix} {
+			name := filepath.Join(l.dir, segmentName(base)+suf)
+			if err := l.fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return l.fs.SyncDir(l.dir)
 }
 
 // listSegments returns the base offsets of the .log files in the directory, in order, after

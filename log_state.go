@@ -87,8 +87,18 @@ func (l *Log) readState() (logState, bool) {
 // writeState checkpoints st atomically (temp file, fsync, rename, directory fsync).
 // The high watermark is the one last set, whatever st says.
 func (l *Log) writeState(st logState) error {
+	l.stateMu.Lock()
+	defer l.stateMu.Unlock()
+	return l.writeStateLocked(st)
+}
+
+// writeStateLocked is writeState for a caller holding stateMu, which serialises the writes (they
+// share the temporary file) and guards lastState, the state last written, failed or not: the
+// flusher's checkpoint of the recovery point keeps its log start offset.
+func (l *Log) writeStateLocked(st logState) error {
 	hw := l.highWatermark.Load()
 	st.replicated, st.highWatermark, st.leaderEpoch = hw >= 0, max(hw, 0), max(l.roleEpoch.Load(), 0)
+	l.lastState = st
 	return checkpoint.Write(l.fs, filepath.Join(l.dir, stateFileName), st.encode())
 }
 

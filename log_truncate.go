@@ -67,6 +67,10 @@ func (l *Log) TruncateTo(offset int64) error {
 	err = keep.truncate(cut)
 	if err == nil {
 		l.recoveryPoint = min(l.recoveryPoint, keep.nextOffset)
+		// A flush running now must not advance the recovery point past bytes this cut
+		// replaces; the sealed segments below keep still wait for theirs (see flushSealed).
+		l.truncGen++
+		l.flushTarget = min(l.flushTarget, keep.baseOffset)
 		l.durableSeq = l.appendSeq
 	}
 	st := logState{logStartOffset: l.logStartOffset, recoveryPoint: l.recoveryPoint}
@@ -124,7 +128,8 @@ func (l *Log) truncateFullyAndStartAt(offset int64) error {
 	l.mu.Lock()
 	drop := l.segments
 	l.segments = []*segment{seg}
-	l.logStartOffset, l.recoveryPoint = offset, offset
+	l.logStartOffset, l.recoveryPoint, l.flushTarget = offset, offset, offset
+	l.truncGen++ // see flushSealed
 	l.durableSeq = l.appendSeq
 	l.mu.Unlock()
 	if err := l.retire(drop); err != nil {

@@ -72,7 +72,7 @@ type segment struct {
 	isOpen atomic.Bool // file and the indexes are open; set and cleared under openMu
 	dead   bool        // closed for good (log closed, segment removed); guarded by openMu
 	// pinned keeps the files open: the indexes are writable (the active segment, or one being
-	// sealed until its indexes are synced).
+	// sealed until its indexes are remapped read-only).
 	pinned atomic.Bool
 	// used is the cache's reference bit, set by every read, cleared by the clock hand.
 	used atomic.Bool

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,7 @@ type Topic struct {
 	partitions []*Partition
 
 	partitioner atomic.Pointer[Partitioner]
+	routes      sync.Pool // *routing, AppendAcks' scratch
 
 	mu sync.Mutex
 	// appended is closed at the next append to any partition (and at close); nil while nobody
@@ -92,44 +94,86 @@ func (t *Topic) AppendAcks(ctx context.Context, acks Acks, recs ...*Record) erro
 		// The key-hashing partitioners can only answer 0: skip them. Any other partitioner
 		// (ManualPartitioner, the caller's own) is asked, so that an out-of-range answer is
 		// refused with one partition as with several.
-		for _, r := range recs {
-			r.Topic, r.Partition = t.name, 0
-		}
 		return t.partitions[0].AppendAcks(ctx, acks, recs...)
 	}
-	groups := make([][]*Record, n)
-	used := 0
-	for _, r := range recs {
+	rt := t.getRouting(int(n), len(recs))
+	defer t.putRouting(rt)
+	for i, r := range recs {
 		p := part.Partition(r, n)
 		if p < 0 || p >= n {
 			return fmt.Errorf("%w: partitioner chose partition %d of topic %s, which has %d", ErrUnknownTopic, p, t.name, n)
 		}
-		if len(groups[p]) == 0 {
-			used++
-		}
-		groups[p] = append(groups[p], r)
+		rt.parts[i] = p
+		rt.ends[p]++
 	}
-	// Only now that every record has a valid partition are the records changed: a refused call
-	// leaves them as they were (ManualPartitioner reads Partition).
-	for p, g := range groups {
-		for _, r := range g {
-			r.Topic, r.Partition = t.name, int32(p)
+	// A counting sort: each partition's records, in call order, as one window of grouped. The
+	// partitions set each record's Topic and Partition, only now that every record has a valid
+	// partition: a refused call leaves them as they were (ManualPartitioner reads Partition).
+	used, sole := 0, int32(0)
+	for p, c := range rt.ends {
+		if c > 0 {
+			used, sole = used+1, int32(p)
 		}
-		if used == 1 && len(g) > 0 {
-			// One partition (a single record, or one key): no goroutine needed.
-			return t.partitions[p].AppendAcks(ctx, acks, g...)
+		if p > 0 {
+			rt.ends[p] += rt.ends[p-1]
 		}
 	}
+	if used == 1 {
+		// One partition (a single record, or one key): no goroutine needed.
+		return t.partitions[sole].AppendAcks(ctx, acks, recs...)
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		p := rt.parts[i]
+		rt.ends[p]--
+		rt.grouped[rt.ends[p]] = recs[i]
+	}
+	// ends[p] is now where partition p's window starts; the next partition's start ends it.
 	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for p, g := range groups {
+	for p := range rt.ends {
+		end := len(recs)
+		if p+1 < len(rt.ends) {
+			end = rt.ends[p+1]
+		}
+		g := rt.grouped[rt.ends[p]:end]
 		if len(g) == 0 {
 			continue
 		}
-		wg.Go(func() { errs[p] = t.partitions[p].AppendAcks(ctx, acks, g...) })
+		wg.Go(func() { rt.errs[p] = t.partitions[p].AppendAcks(ctx, acks, g...) })
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return errors.Join(rt.errs...)
+}
+
+// routing is the scratch of one AppendAcks call over several partitions, kept in the topic's pool
+// so that routing a call allocates nothing once warm: each record's partition, the counts and
+// then the window bounds per partition, the records grouped by partition, the partitions' errors.
+type routing struct {
+	parts   []int32
+	ends    []int
+	grouped []*Record
+	errs    []error
+}
+
+// getRouting returns routing scratch for a call of recs records over n partitions, counts and
+// errors zeroed.
+func (t *Topic) getRouting(n, recs int) *routing {
+	rt, ok := t.routes.Get().(*routing)
+	if !ok {
+		rt = &routing{}
+	}
+	rt.parts = slices.Grow(rt.parts[:0], recs)[:recs]
+	rt.grouped = slices.Grow(rt.grouped[:0], recs)[:recs]
+	rt.ends = slices.Grow(rt.ends[:0], n)[:n]
+	clear(rt.ends)
+	rt.errs = slices.Grow(rt.errs[:0], n)[:n]
+	clear(rt.errs)
+	return rt
+}
+
+// putRouting returns rt to the pool, dropping its references to the caller's records.
+func (t *Topic) putRouting(rt *routing) {
+	clear(rt.grouped)
+	t.routes.Put(rt)
 }
 
 // hashesKeys reports whether p is one of the package's key-hashing partitioners, whose answer

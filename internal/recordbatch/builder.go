@@ -58,7 +58,32 @@ func (b *Builder) Add(timestampMs int64, key, value []byte, headers []RecordHead
 	if b.n == 0 {
 		b.h.BaseTimestamp = timestampMs
 	}
-	b.add(0, timestampMs-b.h.BaseTimestamp, b.n, key, value, headers)
+	b.add(0, timestampMs-b.h.BaseTimestamp, b.n, key, value, headers, math.MaxInt)
+}
+
+// AddWithin adds a record as Add does, unless the batch already holds a record and this one's
+// worst-case size (see RecordSizeBound) would take EstimatedSize past limit bytes: then it adds
+// nothing and returns false, and the caller finishes the batch and starts the next. The first
+// record of a batch is always added, whatever its size. It sizes the record for the limit and
+// for its encoding in one pass over its fields, for producers splitting a call's records into
+// batches of at most max.message.bytes.
+func (b *Builder) AddWithin(limit int, timestampMs int64, key, value []byte, headers []RecordHeader) bool {
+	if b.n == 0 {
+		b.h.BaseTimestamp = timestampMs
+	}
+	return b.add(0, timestampMs-b.h.BaseTimestamp, b.n, key, value, headers, limit)
+}
+
+// RecordSizeBound is an upper bound of the encoded size of a record with these fields, length
+// prefix included: every varint counted at its widest (5 bytes, 10 for the timestamp delta),
+// and one attributes byte. AddWithin checks limits against it, so that a batch split by it does
+// not depend on the timestamps and offsets a record ends up with.
+func RecordSizeBound(key, value []byte, headers []RecordHeader) int {
+	n := 5 + 1 + 10 + 5 + 5 + len(key) + 5 + len(value) + 5
+	for i := range headers {
+		n += 5 + len(headers[i].Key) + 5 + len(headers[i].Value)
+	}
+	return n
 }
 
 // AddRecord appends r as it is, deltas and attributes included, for re-encoding a decoded batch
@@ -67,25 +92,31 @@ func (b *Builder) Add(timestampMs int64, key, value []byte, headers []RecordHead
 // BaseTimestamp plus the largest delta, unless SetHeaderFields gives them (as a compacted
 // batch's header, which may cover offsets whose records are gone, needs).
 func (b *Builder) AddRecord(r Record) {
-	b.add(r.Attributes, r.TimestampDelta, r.OffsetDelta, r.Key, r.Value, r.Headers)
+	b.add(r.Attributes, r.TimestampDelta, r.OffsetDelta, r.Key, r.Value, r.Headers, math.MaxInt)
 }
 
-func (b *Builder) add(attrs int8, tsDelta int64, offsetDelta int32, key, value []byte, headers []RecordHeader) {
+// add appends a record unless the batch holds one already and the record's RecordSizeBound
+// would take it past limit bytes (it returns false then). A record refused for an error (kept
+// for Finish) counts as added.
+func (b *Builder) add(attrs int8, tsDelta int64, offsetDelta int32, key, value []byte, headers []RecordHeader, limit int) bool {
 	if b.err != nil {
-		return
+		return true
 	}
 	switch {
 	case b.n == math.MaxInt32:
 		b.err = fmt.Errorf("%w: more than %d records", ErrTooLarge, math.MaxInt32)
-		return
+		return true
 	case offsetDelta < 0 || (b.n > 0 && offsetDelta <= b.lastOffsetDelta):
 		b.err = fmt.Errorf("%w: record %d: offset delta %d after %d would not increase", ErrCorrupt, b.n, offsetDelta, b.lastOffsetDelta)
-		return
+		return true
 	}
-	size := recordBodySize(tsDelta, offsetDelta, key, value, headers)
+	size, bound := recordSizes(tsDelta, offsetDelta, key, value, headers)
+	if b.n > 0 && len(b.buf) > limit-bound {
+		return false
+	}
 	if size < 0 {
 		b.err = fmt.Errorf("%w: record %d: a field is longer than an int32 length allows", ErrTooLarge, b.n)
-		return
+		return true
 	}
 	at := len(b.buf)
 	total := sizeVarint(int32(size)) + int(size)
@@ -99,6 +130,7 @@ func (b *Builder) add(attrs int8, tsDelta int64, offsetDelta int32, key, value [
 	}
 	b.lastOffsetDelta = offsetDelta
 	b.n++
+	return true
 }
 
 // SetHeaderFields makes Finish write these LastOffsetDelta, BaseTimestamp and MaxTimestamp

@@ -59,6 +59,59 @@ func TestBuilderAdd(t *testing.T) {
 	}
 }
 
+func TestRecordSizeBound(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		key, value []byte
+		headers    []RecordHeader
+		want       int
+	}{
+		{"null key and value", nil, nil, nil, 36},
+		{"key and value", []byte("abc"), []byte("0123456789"), nil, 49},
+		{"headers", []byte("k"), nil, []RecordHeader{{Key: "ab", Value: []byte("xyz")}, {Key: "c"}}, 37 + 15 + 11},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, RecordSizeBound(tc.key, tc.value, tc.headers))
+			// It bounds the real size at any deltas, even the widest.
+			for _, delta := range []int64{0, -1, 1 << 40, -(1 << 62)} {
+				body := recordBodySize(delta, 1<<30, tc.key, tc.value, tc.headers)
+				require.LessOrEqual(t, int64(sizeVarint(int32(body)))+body, int64(tc.want))
+			}
+		})
+	}
+}
+
+func TestBuilderAddWithin(t *testing.T) {
+	rec := func(i int) (int64, []byte, []byte) {
+		return int64(1000 + i), fmt.Appendf(nil, "key-%d", i), fmt.Appendf(nil, "value-%03d", i)
+	}
+	// Each record takes 21 bytes and is bounded by 36+5+9 = 50: with a limit of HeaderSize+80
+	// the second goes in (21+50 <= 80) and the third does not (42+50 > 80).
+	limit := HeaderSize + 80
+	var within, plain Builder
+	within.Reset(noProducer())
+	plain.Reset(noProducer())
+	for i := range 2 {
+		ts, k, v := rec(i)
+		require.True(t, within.AddWithin(limit, ts, k, v, nil), "record %d", i)
+		plain.Add(ts, k, v, nil)
+	}
+	ts, k, v := rec(2)
+	require.False(t, within.AddWithin(limit, ts, k, v, nil), "the third record's bound passes the limit")
+	require.Equal(t, 2, within.Len())
+	got, err := within.Finish()
+	require.NoError(t, err)
+	want, err := plain.Finish()
+	require.NoError(t, err)
+	require.Equal(t, want, got, "the same bytes as Add")
+
+	// The first record of a batch goes in whatever its size.
+	within.Reset(noProducer())
+	require.True(t, within.AddWithin(HeaderSize, ts, k, v, nil))
+	require.Equal(t, 1, within.Len())
+	require.Equal(t, int64(1002), within.h.BaseTimestamp)
+}
+
 func TestBuilderAttributesAndLogAppendTime(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

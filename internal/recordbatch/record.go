@@ -49,22 +49,33 @@ func nullableSize(b []byte) int64 {
 // recordBodySize returns the size of a record after its length varint, or -1 when a key,
 // value, header or the whole record is longer than the int32 lengths the format can express.
 func recordBodySize(tsDelta int64, offsetDelta int32, key, value []byte, headers []RecordHeader) int64 {
+	n, _ := recordSizes(tsDelta, offsetDelta, key, value, headers)
+	return n
+}
+
+// recordSizes returns recordBodySize and RecordSizeBound of a record in one pass over its fields:
+// the encoder's hot path sizes every record both ways.
+func recordSizes(tsDelta int64, offsetDelta int32, key, value []byte, headers []RecordHeader) (body int64, bound int) {
+	bound = 5 + 1 + 10 + 5 + 5 + len(key) + 5 + len(value) + 5
 	if len(key) > math.MaxInt32 || len(value) > math.MaxInt32 || len(headers) > math.MaxInt32 {
-		return -1
+		return -1, bound
 	}
 	n := 1 + int64(sizeVarlong(tsDelta)) + int64(sizeVarint(offsetDelta)) +
 		nullableSize(key) + nullableSize(value) + int64(sizeVarint(int32(len(headers))))
+	tooLong := false
 	for i := range headers {
 		h := &headers[i]
+		bound += 5 + len(h.Key) + 5 + len(h.Value)
 		if len(h.Key) > math.MaxInt32 || len(h.Value) > math.MaxInt32 {
-			return -1
+			tooLong = true // the bound still counts every header
+			continue
 		}
 		n += int64(sizeVarint(int32(len(h.Key)))) + int64(len(h.Key)) + nullableSize(h.Value)
 	}
-	if n > math.MaxInt32 {
-		return -1
+	if tooLong || n > math.MaxInt32 {
+		return -1, bound
 	}
-	return n
+	return n, bound
 }
 
 // putNullable writes a length-prefixed, nullable byte string at b[0:] and returns its size.

@@ -1,0 +1,256 @@
+package commitlog
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+)
+
+// The flush of sealed segments. Under SyncNever and SyncInterval a roll does not wait for the
+// disk: it seals the old segment's indexes, creates the new segment, and hands the old segment's
+// flush to the log's flusher goroutine, as Kafka's UnifiedLog.roll schedules
+// flushUptoOffsetExclusive(newSegment.baseOffset) on its scheduler. The flush syncs every sealed
+// segment below the flush target (its .log and both indexes), then the directory, and only then
+// advances the recovery point and checkpoints it: a crash before that scans those segments again
+// on open. A roll under SyncAlways flushes before it returns (see roll), so none is ever pending.
+//
+// Pending flushes coalesce: the target is a watermark (the newest roll's base offset), and one
+// flush covers every segment below it. The flush works by path, opening each file again through
+// the log's file system (fsync writes back an inode's dirty pages through any descriptor of it),
+// so it holds no reference on a segment: retention and truncation delete files as usual, the file
+// cache closes idle segments as usual, and a file that is gone has nothing left to flush.
+
+// flushedSuffixes are the files of a sealed segment that its flush syncs.
+var flushedSuffixes = [...]string{logSuffix, indexSuffix, timeIndexSuffix}
+
+// startFlusher starts the log's flusher goroutine under SyncNever and SyncInterval: it flushes
+// sealed segments when a roll asks (wakeFlusher) and, under
+// SyncInterval, calls Sync every interval. Under SyncAlways there is no goroutine: nothing is
+// left to flush in the background.
+func (l *Log) startFlusher() {
+	if l.cfg.Sync == SyncAlways {
+		return
+	}
+	l.flushWake = make(chan struct{}, 1)
+	l.stopFlusher = make(chan struct{})
+	l.flusherDone = make(chan struct{})
+	go l.runFlusher(l.cfg.Sync.Interval())
+}
+
+// recoveryCheckpointInterval is the least time between two checkpoints of the recovery point by
+// the flusher. A checkpoint is a file creation, two fsyncs, a rename and a directory fsync; a log
+// rolling many times a second would pay them at every roll. Kafka checkpoints recovery points
+// every log.flush.offset.checkpoint.interval.ms (60 s); a checkpoint that lags only makes the
+// next recovery scan more segments. Sync and Close checkpoint at once.
+const recoveryCheckpointInterval = time.Second
+
+// runFlusher is the flusher goroutine's loop; interval is SyncInterval's period, or 0.
+func (l *Log) runFlusher(interval time.Duration) {
+	defer close(l.flusherDone)
+	var tick <-chan time.Time
+	if interval > 0 {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	// A checkpoint the interval holds back waits for ckTimer (ckDue is nil when none waits).
+	ckTimer := time.NewTimer(time.Hour)
+	ckTimer.Stop()
+	defer ckTimer.Stop()
+	var ckDue <-chan time.Time
+	var lastCheckpoint time.Time
+	for {
+		select {
+		case <-l.stopFlusher:
+			return
+		case <-tick:
+			if err := l.Sync(); err != nil && !errors.Is(err, ErrClosed) {
+				l.logger.Error("background flush failed", "err", err)
+			}
+		case <-ckDue:
+			ckDue = nil
+			l.checkpointRecoveryPoint()
+			lastCheckpoint = time.Now()
+		case <-l.flushWake:
+			for {
+				retry, err := l.flushSealed(false)
+				if err != nil {
+					if !errors.Is(err, ErrClosed) {
+						l.logger.Error("background flush of sealed segments failed", "err", err)
+					}
+					break
+				}
+				if !retry {
+					break
+				}
+			}
+			if ckDue != nil || !l.checkpointBehind() {
+				break
+			}
+			if wait := recoveryCheckpointInterval - time.Since(lastCheckpoint); wait > 0 {
+				ckTimer.Reset(wait)
+				ckDue = ckTimer.C
+				break
+			}
+			l.checkpointRecoveryPoint()
+			lastCheckpoint = time.Now()
+		}
+	}
+}
+
+// wakeFlusher tells the flusher that the flush target moved; a wake already pending covers it.
+func (l *Log) wakeFlusher() {
+	select {
+	case l.flushWake <- struct{}{}:
+	default:
+	}
+}
+
+// stopFlusherAndWait stops the flusher goroutine and waits for a flush it is running to end.
+// Close calls it, then flushes what is still pending itself.
+func (l *Log) stopFlusherAndWait() {
+	if l.stopFlusher != nil {
+		close(l.stopFlusher)
+		<-l.flusherDone
+	}
+}
+
+// flushSealed makes the sealed segments below the flush target durable (data, both indexes, then
+// the directory's entries), then advances the recovery point to the target and, with checkpoint
+// set, writes it to the state file. A truncation that ran meanwhile (TruncateTo, a follower's
+// start-over) may have replaced the bytes below the target: the recovery point then stays, and
+// retry is true so that the caller flushes again against the truncated log. A failed fsync fails
+// the log as a failed foreground fsync does (ErrSync, the sync-failure marker).
+func (l *Log) flushSealed(checkpoint bool) (retry bool, err error) {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	f, err := l.planFlush()
+	if err != nil || f.target <= f.from {
+		return false, err
+	}
+	if err := l.syncFlush(f); err != nil {
+		return false, err
+	}
+	advanced, retry := l.finishFlush(f)
+	if advanced && checkpoint {
+		l.checkpointRecoveryPoint()
+	}
+	return retry, nil
+}
+
+// sealedFlush is one flush of sealed segments, as planFlush saw the log: the files to sync, the
+// recovery point it starts from and the one it reaches, and the truncation count then.
+type sealedFlush struct {
+	from, target int64
+	gen          uint64
+	paths        []string
+}
+
+// planFlush lists the files of the sealed segments that hold offsets between the recovery point
+// and the flush target: every segment below the target that ends past the recovery point. It
+// returns the log's failure, if any. Callers hold flushMu.
+func (l *Log) planFlush() (sealedFlush, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	f := sealedFlush{from: l.recoveryPoint, target: l.flushTarget, gen: l.truncGen}
+	if l.failure != nil {
+		return f, l.failure
+	}
+	if f.target <= f.from {
+		return f, nil
+	}
+	for _, s := range l.segments[:len(l.segments)-1] {
+		if s.baseOffset >= f.target {
+			break
+		}
+		if s.nextOffset > f.from || s.baseOffset >= f.from {
+			for _, suf := range flushedSuffixes {
+				f.paths = append(f.paths, s.path(suf))
+			}
+		}
+	}
+	return f, nil
+}
+
+// syncFlush fsyncs f's files, then the directory, whose entries of the segments' files (and of
+// those rolls created since) may not be durable yet. A failure fails the log.
+func (l *Log) syncFlush(f sealedFlush) error {
+	for _, path := range f.paths {
+		if err := l.syncPath(path); err != nil {
+			return l.fail(fmt.Errorf("flush %s: %w", path, err))
+		}
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.fail(fmt.Errorf("sync directory %s: %w", l.dir, err))
+	}
+	return nil
+}
+
+// finishFlush advances the recovery point to f's target once f's files are durable, unless a
+// truncation ran since planFlush (then retry reports whether a flush is still pending).
+func (l *Log) finishFlush(f sealedFlush) (advanced, retry bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.truncGen != f.gen {
+		return false, l.flushTarget > l.recoveryPoint
+	}
+	if f.target > l.recoveryPoint {
+		l.recoveryPoint = f.target
+		return true, false
+	}
+	return false, false
+}
+
+// flushPending reports whether sealed segments wait for their flush.
+func (l *Log) flushPending() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.flushTarget > l.recoveryPoint
+}
+
+// syncPath fsyncs the file at path through a descriptor of its own. A file that is gone
+// (retention or truncation deleted it, or renamed it to "*.deleted") has nothing to flush.
+func (l *Log) syncPath(path string) error {
+	// Opened for writing: Windows' FlushFileBuffers needs a handle with write access.
+	f, err := l.fs.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	return errors.Join(err, f.Close())
+}
+
+// checkpointBehind reports whether the recovery point in memory differs from the one last
+// written to the state file.
+func (l *Log) checkpointBehind() bool {
+	l.stateMu.Lock()
+	defer l.stateMu.Unlock()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.recoveryPoint != l.lastState.recoveryPoint
+}
+
+// checkpointRecoveryPoint writes the recovery point the log holds now to the state file, beside
+// the log start offset of the last state written (which a retention may have written before it
+// publishes it). Reading the recovery point under stateMu orders this write with a truncation's,
+// which lowers it first and writes after: the file never ends with a point the truncation undid.
+func (l *Log) checkpointRecoveryPoint() {
+	l.stateMu.Lock()
+	defer l.stateMu.Unlock()
+	l.mu.RLock()
+	rp, closed := l.recoveryPoint, l.closed
+	l.mu.RUnlock()
+	if closed {
+		return // Close writes the final state
+	}
+	st := l.lastState
+	st.recoveryPoint, st.clean = rp, false
+	if err := l.writeStateLocked(st); err != nil {
+		l.logger.Warn("recovery point checkpoint failed; the next recovery scans more", "err", err)
+	}
+}
