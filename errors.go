@@ -77,6 +77,11 @@ var (
 	// its leader.
 	ErrNotLeader = errors.New("commitlog: not the leader")
 
+	// ErrTruncated is returned by an append whose records a truncation (TruncateTo, or a
+	// follower starting over at its leader's log start offset) removed before they were on
+	// stable storage: the append is not acknowledged and nothing of it stays.
+	ErrTruncated = errors.New("commitlog: appended records removed by a truncation before they were durable")
+
 	// ErrNotEnoughReplicas is returned by an AcksAll append when the in-sync replicas, the leader
 	// included, are fewer than the topic's MinInsyncReplicas (Kafka's NOT_ENOUGH_REPLICAS).
 	// Nothing is written.

@@ -94,6 +94,9 @@ type Log struct {
 	// under a flush in progress. Both guarded by mu.
 	flushTarget int64
 	truncGen    uint64
+	// truncations remembers the last truncations, for the appends waiting for durability while
+	// they ran (see removedByTruncation); guarded by mu.
+	truncations [8]truncation
 	// flushMu serialises flushes of sealed segments: the flusher's, Sync's and Close's.
 	flushMu sync.Mutex
 	// stateMu serialises writes of the state file; lastState is the one last written.

@@ -279,7 +279,7 @@ func (l *Log) write(w *pendingWrite, assign, await bool) (t writeTicket, firstOf
 	if err := l.publish(seg, w.data, w.batches, pos, 1); err != nil {
 		return t, 0, err
 	}
-	return writeTicket{seq: l.appendSeq}, w.firstOffset, nil
+	return writeTicket{seq: l.appendSeq, gen: l.truncGen, last: w.lastOffset}, w.firstOffset, nil
 }
 
 // publish makes batches, just written at pos of the active segment seg by writes appends, what
@@ -397,7 +397,8 @@ func (l *Log) roll(newBase int64) error {
 }
 
 // awaitDurable waits, under SyncAlways, until the write of t is on stable storage, and returns
-// its stage's error if it was staged and writing the stage failed.
+// its stage's error if it was staged and writing the stage failed, or ErrTruncated if a
+// truncation removed it first.
 func (l *Log) awaitDurable(t writeTicket) error {
 	if l.cfg.Sync != SyncAlways || t.seq == 0 {
 		return nil
@@ -405,8 +406,11 @@ func (l *Log) awaitDurable(t writeTicket) error {
 	if err := l.syncTo(t.seq); err != nil {
 		return err
 	}
-	if t.staged != nil {
+	if t.staged != nil && t.staged.err != nil {
 		return t.staged.err
+	}
+	if l.removedByTruncation(t) {
+		return fmt.Errorf("%w: offsets up to %d of %s", ErrTruncated, t.last, l.dir)
 	}
 	return nil
 }

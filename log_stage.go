@@ -37,11 +37,14 @@ type writeStage struct {
 // syncTo returns.
 type stageResult struct{ err error }
 
-// writeTicket is what an append hands to awaitDurable: its sequence number, and its stage's
-// result when it was staged.
+// writeTicket is what an append hands to awaitDurable: its sequence number, its stage's result
+// when it was staged, the log's truncation count when it was written and its last offset (see
+// removedByTruncation).
 type writeTicket struct {
 	seq    uint64
 	staged *stageResult
+	gen    uint64
+	last   int64
 }
 
 // shouldStage reports whether an append that will wait for durability, assigned offsets by
@@ -98,7 +101,7 @@ func (l *Log) stageWrite(seg *segment, w *pendingWrite) writeTicket {
 	st.maxTS = max(st.maxTS, w.maxTimestamp)
 	seq := l.appendSeq + uint64(st.writes)
 	l.assignedSeq.Store(seq)
-	return writeTicket{seq: seq, staged: st.result}
+	return writeTicket{seq: seq, staged: st.result, gen: l.truncGen, last: w.lastOffset}
 }
 
 // drainStage writes the stage to its segment with one write and publishes it. On failure the
@@ -112,15 +115,19 @@ func (l *Log) drainStage() error {
 	}
 	seg, pos, writes, res := st.seg, st.pos, st.writes, st.result
 	defer st.reset()
+	if err := l.checkWritable(); err != nil {
+		// A failed log (an fsync failed after these appends were staged) or a closed one writes
+		// nothing more: the staged appends fail with it.
+		res.err = err
+		l.skipSeqs(writes)
+		return err
+	}
 	if _, err := seg.file.WriteAt(st.data, pos); err != nil {
 		if terr := seg.file.Truncate(pos); terr != nil {
 			l.fail(fmt.Errorf("remove partial write of %s at %d: %w (after %w)", seg.path(logSuffix), pos, terr, err))
 		}
 		res.err = wrapIOErr(fmt.Sprintf("write %d appends to %s", writes, seg.path(logSuffix)), err)
-		l.mu.Lock()
-		l.appendSeq += uint64(writes)
-		l.mu.Unlock()
-		l.assignedSeq.Store(l.appendSeq)
+		l.skipSeqs(writes)
 		return res.err
 	}
 	if err := l.publish(seg, st.data, st.batches, pos, writes); err != nil {
@@ -128,6 +135,53 @@ func (l *Log) drainStage() error {
 		return err
 	}
 	return nil
+}
+
+// skipSeqs passes over the sequence numbers of n staged appends that were not written, so that
+// no later write takes them: their waiters' group commit then ends at once, and their result
+// tells them why. Callers hold appendMu.
+func (l *Log) skipSeqs(n int) {
+	l.mu.Lock()
+	l.appendSeq += uint64(n)
+	l.mu.Unlock()
+	l.assignedSeq.Store(l.appendSeq)
+}
+
+// truncation is one truncation of the log: the truncation count it made, the log end offset it
+// left, and the sequence number durable when it ran.
+type truncation struct {
+	gen     uint64
+	offset  int64
+	durable uint64
+}
+
+// noteTruncation records a truncation to a log end offset of leo; callers hold appendMu,
+// syncMu and mu, and have just counted it in truncGen.
+func (l *Log) noteTruncation(leo int64) {
+	copy(l.truncations[1:], l.truncations[:len(l.truncations)-1])
+	l.truncations[0] = truncation{gen: l.truncGen, offset: leo, durable: l.durableSeq}
+}
+
+// removedByTruncation reports whether a truncation since t's write removed some of its records
+// before they were durable: the append is then not acknowledged (ErrTruncated). A write durable
+// before the truncation ran was acknowledged, whatever the truncation removed afterwards. When
+// more truncations ran during one append's wait than are remembered, the append is reported
+// removed: an error for a kept write is a retry, a success for a removed one a lost record.
+func (l *Log) removedByTruncation(t writeTicket) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.truncGen == t.gen {
+		return false
+	}
+	for _, tr := range l.truncations {
+		if tr.gen <= t.gen {
+			return false
+		}
+		if t.seq > tr.durable && t.last >= tr.offset {
+			return true
+		}
+	}
+	return true
 }
 
 // reset empties the stage, keeping its buffers.

@@ -119,8 +119,9 @@ func TestStageNotUsed(t *testing.T) {
 }
 
 func TestStagedAppendsBeforeOtherChanges(t *testing.T) {
-	// Close, TruncateTo and a roll write the stage out first; the staged appends are then
-	// acknowledged (Close and the roll) or cut off like any unacknowledged write (TruncateTo).
+	// Close and a roll write the stage out first, and the staged appends are acknowledged;
+	// TruncateTo past the visible end leaves them (TestTruncationFailsUnacknowledgedAppends has
+	// a truncation that removes them).
 	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
 		t.Run("Close", func(t *testing.T) {
 			dir := t.TempDir()
@@ -132,13 +133,15 @@ func TestStagedAppendsBeforeOtherChanges(t *testing.T) {
 			requireSameRecords(t, withOffsets(workloadRecords(0, 4), 0), readAllRecords(t, l))
 		})
 		t.Run("TruncateTo", func(t *testing.T) {
+			// Past the end readers see: nothing changes, the staged appends stay.
 			l := openStagingLog(t, fsy, t.TempDir(), baseConfig())
 			tk := stageAppend(t, l, 3)
-			stageAppend(t, l, 4)
+			tk4 := stageAppend(t, l, 4)
 			require.NoError(t, l.TruncateTo(4))
 			require.NoError(t, l.awaitDurable(tk))
-			require.Equal(t, int64(4), l.LogEndOffset())
-			requireSameRecords(t, withOffsets(workloadRecords(0, 4), 0), readAllRecords(t, l))
+			require.NoError(t, l.awaitDurable(tk4))
+			require.Equal(t, int64(5), l.LogEndOffset())
+			requireSameRecords(t, withOffsets(workloadRecords(0, 5), 0), readAllRecords(t, l))
 		})
 		t.Run("roll", func(t *testing.T) {
 			cfg := baseConfig()
@@ -192,5 +195,68 @@ func TestStageWriteNoSpace(t *testing.T) {
 			requireSameRecords(t, want, readAllRecords(t, crashed))
 			require.NoError(t, crashed.Close())
 		}
+	})
+}
+
+func TestTruncateToLogEndKeepsStagedAppend(t *testing.T) {
+	// TruncateTo at the log end offset readers see changes nothing, not even the appends still
+	// staged: they are written and acknowledged.
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		l := openStagingLog(t, fsy, t.TempDir(), baseConfig())
+		tk := stageAppend(t, l, 3)
+		require.Equal(t, int64(3), l.LogEndOffset())
+		require.NoError(t, l.TruncateTo(3))
+		require.Equal(t, 1, l.stage.writes, "still staged")
+		require.NoError(t, l.awaitDurable(tk))
+		require.Equal(t, int64(4), l.LogEndOffset())
+		requireSameRecords(t, withOffsets(workloadRecords(0, 4), 0), readAllRecords(t, l))
+	})
+}
+
+func TestTruncationFailsUnacknowledgedAppends(t *testing.T) {
+	// Appends a truncation removed before they were durable return ErrTruncated, staged or
+	// written; one durable before the truncation ran was acknowledged whatever came after.
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		l := openStagingLog(t, fsy, t.TempDir(), baseConfig())
+		l.lastRound.Store(1)
+		written, err := l.appendRecords(context.Background(), []*Record{workloadRecord(3)}, true)
+		require.NoError(t, err)
+		require.Nil(t, written.staged)
+		l.lastRound.Store(16)
+		staged := stageAppend(t, l, 4)
+		require.Equal(t, int64(4), l.LogEndOffset())
+
+		require.NoError(t, l.TruncateTo(2))
+		require.Equal(t, int64(2), l.LogEndOffset())
+		for _, tk := range []writeTicket{written, staged} {
+			err := l.awaitDurable(tk)
+			require.ErrorIs(t, err, ErrTruncated)
+		}
+		// Offset 1 was durable before the truncation: its append stays acknowledged.
+		require.NoError(t, l.awaitDurable(writeTicket{seq: 2, gen: staged.gen, last: 1}))
+		requireSameRecords(t, withOffsets(workloadRecords(0, 2), 0), readAllRecords(t, l))
+	})
+}
+
+func TestStageDroppedAfterFailedFsync(t *testing.T) {
+	// Once an fsync failed the log writes nothing more: appends staged before the failure fail
+	// with it, unwritten and unpublished.
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		ffs := newFaultyFS(fsy)
+		l := openStagingLog(t, ffs, t.TempDir(), baseConfig())
+		l.lastRound.Store(1)
+		written, err := l.appendRecords(context.Background(), []*Record{workloadRecord(3)}, true)
+		require.NoError(t, err)
+		l.lastRound.Store(16)
+		staged := stageAppend(t, l, 4)
+		size := l.Size()
+		ffs.arm(1, 0)
+		_, err = l.fsyncTo(written.seq) // the leader's fsync fails: the log has failed
+		require.ErrorIs(t, err, ErrSync)
+		require.ErrorIs(t, l.Append(context.Background(), workloadRecord(9)), ErrSync)
+		require.ErrorIs(t, l.awaitDurable(staged), ErrSync)
+		require.Equal(t, int64(4), l.LogEndOffset())
+		require.Equal(t, size, l.Size())
+		require.Equal(t, 0, l.stage.writes)
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 )
 
@@ -12,17 +13,24 @@ import (
 // whole batch goes, and the log end offset becomes that batch's base offset. Later segments are
 // deleted and the segment holding offset becomes the active one, its indexes rebuilt.
 //
-// Offsets at or past the log end offset change nothing. It returns ErrOffsetOutOfRange when
+// Offsets at or past the log end offset change nothing. Appends still waiting for durability
+// (SyncAlways) whose records it removes return ErrTruncated. It returns ErrOffsetOutOfRange when
 // offset < LogStartOffset, ErrClosed after Close, and an error wrapping ErrSync when the
 // truncation could not be made durable. Readers reading the removed records while TruncateTo
 // runs get errors, never another file's bytes. It waits for the ReadRecord calls using the
 // segment's read mapping when it starts (the file must not shrink under a mapping in use).
 func (l *Log) TruncateTo(offset int64) error {
-	l.lockWriters()
+	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.checkWritable(); err != nil {
 		return err
 	}
+	// At or past the log end offset readers see, nothing changes: appends still staged (not
+	// returned, not visible) stay, and are written below.
+	if offset >= l.LogEndOffset() {
+		return nil
+	}
+	_ = l.drainStage() // a failed stage write is its appends' error
 	// No fsync of the group commit may run on a segment being removed.
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
@@ -70,6 +78,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		// A flush running now must not advance the recovery point past bytes this cut
 		// replaces; the sealed segments below keep still wait for theirs (see flushSealed).
 		l.truncGen++
+		l.noteTruncation(keep.nextOffset)
 		l.flushTarget = min(l.flushTarget, keep.baseOffset)
 		l.durableSeq = l.appendSeq
 	}
@@ -129,7 +138,8 @@ func (l *Log) truncateFullyAndStartAt(offset int64) error {
 	drop := l.segments
 	l.segments = []*segment{seg}
 	l.logStartOffset, l.recoveryPoint, l.flushTarget = offset, offset, offset
-	l.truncGen++ // see flushSealed
+	l.truncGen++                    // see flushSealed
+	l.noteTruncation(math.MinInt64) // nothing below offset stays
 	l.durableSeq = l.appendSeq
 	l.mu.Unlock()
 	if err := l.retire(drop); err != nil {
