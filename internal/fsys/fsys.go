@@ -66,7 +66,8 @@ type File interface {
 // rather than copying them: bytes written to the file after Map, past the mapping's size, do not
 // disturb it, and a read-only mapping of a file that grows stays a window on its first bytes at
 // no cost. The real file system's mappings are shared on unix (not under the commitlog_nommap
-// build tag, nor on other systems, where Map copies the file), the memory file system's always.
+// build tag, nor on other systems, where Map copies the file); the memory file system's are not
+// taken to (a mapping of a grown file may copy it).
 // A File that does not say (a wrapper that does not forward it) is taken not to share.
 //
 // Even when shared, a mapping must be closed before the file is truncated below its size: a

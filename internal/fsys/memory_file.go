@@ -142,8 +142,11 @@ func (f *memFile) Close() error {
 	return nil
 }
 
-// SharesMappings is true: Map shares the file's bytes (see fsys.SharesMappings).
-func (f *memFile) SharesMappings() bool { return true }
+// SharesMappings is false: a file grown by appends is a list of extents, and a mapping past the
+// first one merges them, copying the file under its lock, which every write waits for (a read
+// path that remaps a growing file would copy it again and again). ReadAt is a copy of the bytes
+// asked for and no system call here, so reads need no mapping (see fsys.SharesMappings).
+func (f *memFile) SharesMappings() bool { return false }
 
 // Map shares the file's bytes; see NewMemory for what a live mapping forbids.
 func (f *memFile) Map(size int, writable bool) (Mapping, error) {
