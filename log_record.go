@@ -156,8 +156,8 @@ func (l *Log) recordIn(s *segment, offset, end, leo, pos, limit int64, gen uint6
 		defer func() {
 			if p := recover(); p != nil {
 				fault, ok := p.(interface{ Addr() uintptr })
-				if !ok {
-					panic(p)
+				if !ok || !m.holds(fault.Addr()) {
+					panic(p) // a bug of this package (a nil dereference too has an address)
 				}
 				found, err = false, s.readError(pos, offset, fmt.Errorf("fault reading the mapped segment at address %#x (a disk error, or the file cut outside this log)", fault.Addr()))
 			}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
 )
@@ -29,6 +30,12 @@ type readMapping struct {
 	b    []byte
 	refs atomic.Int64
 	done chan struct{} // closed once unmapped
+}
+
+// holds reports whether addr is an address of the mapped bytes.
+func (m *readMapping) holds(addr uintptr) bool {
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(m.b)))
+	return addr >= start && addr-start < uintptr(len(m.b))
 }
 
 // tryAcquire takes a reference unless the mapping is already unmapped or being unmapped.
