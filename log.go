@@ -109,6 +109,7 @@ type Log struct {
 	flushWake   chan struct{}
 	stopFlusher chan struct{}
 	flusherDone chan struct{}
+	stopOnce    sync.Once
 }
 
 // OpenLog opens the partition log in dir, creating dir and an empty log when missing, and
@@ -246,6 +247,9 @@ func (l *Log) segmentFor(offset int64) int {
 // need not scan, and releases the directory. Blocked and later calls return ErrClosed. Close is
 // idempotent: later calls return nil.
 func (l *Log) Close() error {
+	// First, before the locks below: the flusher's periodic Sync waits for them, and Close would
+	// wait for it. What it has not flushed yet, Close flushes.
+	l.stopFlusherAndWait()
 	l.lockWriters()
 	defer l.appendMu.Unlock()
 	// Holding syncMu, no group commit is mid-fsync on a file about to close; waiters behind it
@@ -260,7 +264,6 @@ func (l *Log) Close() error {
 	l.closed = true
 	failed := l.failure
 	l.mu.Unlock()
-	l.stopFlusherAndWait()
 
 	var errs []error
 	act := l.active()

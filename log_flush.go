@@ -108,11 +108,11 @@ func (l *Log) wakeFlusher() {
 	}
 }
 
-// stopFlusherAndWait stops the flusher goroutine and waits for a flush it is running to end.
-// Close calls it, then flushes what is still pending itself.
+// stopFlusherAndWait stops the flusher goroutine and waits for a flush it is running to end;
+// calls after the first only wait. Close calls it, then flushes what is still pending itself.
 func (l *Log) stopFlusherAndWait() {
 	if l.stopFlusher != nil {
-		close(l.stopFlusher)
+		l.stopOnce.Do(func() { close(l.stopFlusher) })
 		<-l.flusherDone
 	}
 }

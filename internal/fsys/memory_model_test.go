@@ -18,7 +18,7 @@ import (
 // shows the file's current bytes in its range).
 func TestMemoryRandomMappings(t *testing.T) {
 	seeds := uint64(200)
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		seeds = 20
 	}
 	for seed := range seeds {

@@ -17,7 +17,7 @@ import (
 // model's bytes after each step.
 func TestMemoryRandomWritableMappings(t *testing.T) {
 	seeds := uint64(300)
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		seeds = 20
 	}
 	for seed := range seeds {
