@@ -255,7 +255,8 @@ func (l *Log) write(w *pendingWrite, assign, await bool) (t writeTicket, firstOf
 			return l.stageWrite(seg, w), w.firstOffset, nil
 		}
 		if err := l.drainStage(); err != nil {
-			return t, 0, err
+			// Nothing of this write was staged or written: it fails with the appends before it.
+			return t, 0, fmt.Errorf("appends staged before this one could not be written: %w", err)
 		}
 	}
 
