@@ -192,63 +192,19 @@ func nullableErr(idx int, field string, hdr, n int, l int32, left int) error {
 // -1 for nullable fields) or runs past the record, or the fields do not fill the record's
 // length exactly (Kafka's "Invalid record size" InvalidRecordException).
 func parseRecord(b []byte, idx int, r *Record, a *headerArena) (int, error) {
-	length, n := readVarint(b)
-	if n <= 0 {
-		return 0, varintErr(idx, "length", n)
-	}
-	if length < 0 || int(length) > len(b)-n {
-		return 0, recordErr(idx, "length %d exceeds %d bytes left", length, len(b)-n)
-	}
-	size := n + int(length)
-	body := b[n:size:size]
-	if len(body) == 0 {
-		return 0, recordErr(idx, "empty")
-	}
-	r.Attributes = int8(body[0])
-	p := 1
-	if r.TimestampDelta, n = readVarlong(body[p:]); n <= 0 {
-		return 0, varintErr(idx, "timestamp delta", n)
-	}
-	p += n
-	if r.OffsetDelta, n = readVarint(body[p:]); n <= 0 {
-		return 0, varintErr(idx, "offset delta", n)
-	}
-	p += n
-	var err error
-	if r.Key, p, err = readNullable(body, p, idx, "key", -1); err != nil {
+	var v RecordView
+	size, err := ParseRecordView(b, idx, &v)
+	if err != nil {
 		return 0, err
 	}
-	if r.Value, p, err = readNullable(body, p, idx, "value", -1); err != nil {
-		return 0, err
-	}
-	count, n := readVarint(body[p:])
-	if n <= 0 {
-		return 0, varintErr(idx, "header count", n)
-	}
-	p += n
-	// Each header takes at least two bytes (key and value lengths): bound the count by the bytes
-	// present before anything is sized by it.
-	if count < 0 || int(count) > (len(body)-p)/2 {
-		return 0, recordErr(idx, "header count %d with %d bytes left", count, len(body)-p)
-	}
+	r.Attributes, r.TimestampDelta, r.OffsetDelta, r.Key, r.Value = v.Attributes, v.TimestampDelta, v.OffsetDelta, v.Key, v.Value
 	r.Headers = nil
+	if v.HeaderCount == 0 {
+		return size, nil
+	}
 	start := len(a.hdrs)
-	for j := 0; j < int(count); j++ {
-		kl, n := readVarint(body[p:])
-		if n <= 0 {
-			return 0, varintErr(idx, fmt.Sprintf("header %d key length", j), n)
-		}
-		p += n
-		if kl < 0 || int(kl) > len(body)-p {
-			// Kafka: "Invalid negative header key size"; header keys are never null.
-			return 0, recordErr(idx, "header %d key length %d with %d bytes left", j, kl, len(body)-p)
-		}
-		key := body[p : p+int(kl)]
-		p += int(kl)
-		var value []byte
-		if value, p, err = readNullable(body, p, idx, "value", j); err != nil {
-			return 0, err
-		}
+	w := v.Headers()
+	for key, value, ok := w.Next(); ok; key, value, ok = w.Next() {
 		if a.countOnly {
 			a.n++
 			a.keyBytes += len(key)
@@ -256,10 +212,7 @@ func parseRecord(b []byte, idx int, r *Record, a *headerArena) (int, error) {
 		}
 		a.hdrs = append(a.hdrs, RecordHeader{Key: a.key(key), Value: value})
 	}
-	if p != len(body) {
-		return 0, recordErr(idx, "%d bytes left after its fields in a %d-byte record", len(body)-p, len(body))
-	}
-	if count > 0 && !a.countOnly {
+	if !a.countOnly {
 		r.Headers = a.hdrs[start:len(a.hdrs):len(a.hdrs)]
 	}
 	return size, nil
