@@ -38,6 +38,7 @@ type Log struct {
 	// the appends copied for the group commit's leader to write (log_stage.go).
 	appendMu sync.Mutex
 	stage    writeStage
+	staging  atomic.Bool // stage.writes > 0, readable without appendMu
 
 	// mu guards what readers look at: the segment list, the active segment's indexes and
 	// in-memory state, the log start offset, closed. Writers hold it only to publish.
@@ -93,7 +94,7 @@ type Log struct {
 	// counts truncations (TruncateTo, truncateFullyAndStartAt), which may lower the recovery point
 	// under a flush in progress. Both guarded by mu.
 	flushTarget int64
-	truncGen    uint64
+	truncGen    atomic.Uint64 // changed under mu; loaded without it by the acknowledgement path
 	// truncations remembers the last truncations, for the appends waiting for durability while
 	// they ran (see removedByTruncation); guarded by mu.
 	truncations [8]truncation

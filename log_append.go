@@ -280,7 +280,7 @@ func (l *Log) write(w *pendingWrite, assign, await bool) (t writeTicket, firstOf
 	if err := l.publish(seg, w.data, w.batches, pos, 1); err != nil {
 		return t, 0, err
 	}
-	return writeTicket{seq: l.appendSeq, gen: l.truncGen, last: w.lastOffset}, w.firstOffset, nil
+	return writeTicket{seq: l.appendSeq, gen: l.truncGen.Load(), last: w.lastOffset}, w.firstOffset, nil
 }
 
 // publish makes batches, just written at pos of the active segment seg by writes appends, what

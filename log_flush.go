@@ -154,7 +154,7 @@ type sealedFlush struct {
 func (l *Log) planFlush() (sealedFlush, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	f := sealedFlush{from: l.recoveryPoint, target: l.flushTarget, gen: l.truncGen}
+	f := sealedFlush{from: l.recoveryPoint, target: l.flushTarget, gen: l.truncGen.Load()}
 	if l.failure != nil {
 		return f, l.failure
 	}
@@ -193,7 +193,7 @@ func (l *Log) syncFlush(f sealedFlush) error {
 func (l *Log) finishFlush(f sealedFlush) (advanced, retry bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.truncGen != f.gen {
+	if l.truncGen.Load() != f.gen {
 		return false, l.flushTarget > l.recoveryPoint
 	}
 	if f.target > l.recoveryPoint {

@@ -47,36 +47,33 @@ type writeTicket struct {
 	last   int64
 }
 
-// shouldStage reports whether an append that will wait for durability, assigned offsets by
-// this log (assign), goes to the stage rather than to the file. Callers hold appendMu.
-func (l *Log) shouldStage(seg *segment, assign, await bool) bool {
-	if l.stage.writes > 0 {
-		return true // whatever follows staged bytes must follow them in the file too
-	}
-	if !assign || !await || l.cfg.Sync != SyncAlways || seg.size.Load() == 0 || l.lastRound.Load() <= 1 {
+// stageable reports whether an append may be staged at all: it is assigned offsets by this log
+// (assign), its caller waits for durability (await) under SyncAlways, and it does not begin a
+// leader epoch (that batch waits for the epoch file, which write itself writes). Callers hold
+// appendMu.
+func (l *Log) stageable(assign, await bool) bool {
+	if !assign || !await || l.cfg.Sync != SyncAlways {
 		return false
 	}
-	// The first batch of a leader epoch waits for the epoch file, written by write itself.
 	e, ok := l.epochs.latest()
 	return l.leaderEpoch < 0 || (ok && e.epoch >= l.leaderEpoch)
 }
 
-// stageFits reports whether w can join the stage: staging is on, and the segment would hold the
-// stage and w together (canHold's rules, at the size the segment will have).
+// shouldStage reports whether an append goes to the stage rather than to the file: something is
+// staged already (whatever follows staged bytes must follow them in the file too), or the append
+// is stageable, its segment is not empty, and the last fsync covered several appends (appends
+// contend). Callers hold appendMu.
+func (l *Log) shouldStage(seg *segment, assign, await bool) bool {
+	return l.stage.writes > 0 ||
+		(seg.size.Load() > 0 && l.lastRound.Load() > 1 && l.stageable(assign, await))
+}
+
+// stageFits reports whether w can join the stage: it is stageable, the stage is for seg, and seg
+// would hold the stage and w together (canHold's rules, at the size the segment will have).
 func (l *Log) stageFits(seg *segment, w *pendingWrite, assign, await bool) bool {
 	st := &l.stage
-	if !assign || !await || l.cfg.Sync != SyncAlways {
-		return false
-	}
-	if st.writes > 0 && st.seg != seg {
-		return false
-	}
-	e, ok := l.epochs.latest()
-	if l.leaderEpoch >= 0 && (!ok || e.epoch < l.leaderEpoch) {
-		return false
-	}
 	size := seg.size.Load()
-	if size == 0 {
+	if size == 0 || (st.writes > 0 && st.seg != seg) || !l.stageable(assign, await) {
 		return false
 	}
 	return seg.canHoldAt(size+int64(len(st.data)), len(w.data), w.lastOffset, max(st.maxTS, w.maxTimestamp))
@@ -97,11 +94,12 @@ func (l *Log) stageWrite(seg *segment, w *pendingWrite) writeTicket {
 		st.batches = append(st.batches, b)
 	}
 	st.writes++
+	l.staging.Store(true)
 	st.next = w.lastOffset + 1
 	st.maxTS = max(st.maxTS, w.maxTimestamp)
 	seq := l.appendSeq + uint64(st.writes)
 	l.assignedSeq.Store(seq)
-	return writeTicket{seq: seq, staged: st.result, gen: l.truncGen, last: w.lastOffset}
+	return writeTicket{seq: seq, staged: st.result, gen: l.truncGen.Load(), last: w.lastOffset}
 }
 
 // drainStage writes the stage to its segment with one write and publishes it. On failure the
@@ -114,7 +112,10 @@ func (l *Log) drainStage() error {
 		return nil
 	}
 	seg, pos, writes, res := st.seg, st.pos, st.writes, st.result
-	defer st.reset()
+	defer func() {
+		st.reset()
+		l.staging.Store(false)
+	}()
 	if err := l.checkWritable(); err != nil {
 		// A failed log (an fsync failed after these appends were staged) or a closed one writes
 		// nothing more: the staged appends fail with it.
@@ -159,7 +160,7 @@ type truncation struct {
 // syncMu and mu, and have just counted it in truncGen.
 func (l *Log) noteTruncation(leo int64) {
 	copy(l.truncations[1:], l.truncations[:len(l.truncations)-1])
-	l.truncations[0] = truncation{gen: l.truncGen, offset: leo, durable: l.durableSeq}
+	l.truncations[0] = truncation{gen: l.truncGen.Load(), offset: leo, durable: l.durableSeq}
 }
 
 // removedByTruncation reports whether a truncation since t's write removed some of its records
@@ -168,11 +169,11 @@ func (l *Log) noteTruncation(leo int64) {
 // more truncations ran during one append's wait than are remembered, the append is reported
 // removed: an error for a kept write is a retry, a success for a removed one a lost record.
 func (l *Log) removedByTruncation(t writeTicket) bool {
+	if l.truncGen.Load() == t.gen {
+		return false // no truncation since the write: every acknowledgement's case, without mu
+	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if l.truncGen == t.gen {
-		return false
-	}
 	for _, tr := range l.truncations {
 		if tr.gen <= t.gen {
 			return false
@@ -199,8 +200,13 @@ func (l *Log) lockWriters() {
 	_ = l.drainStage()
 }
 
-// drainForSync writes out the stage before the group commit's fsync.
+// drainForSync writes out the stage before the group commit's fsync. With nothing staged (a lone
+// appender, every policy but SyncAlways) it takes no lock: a stage begun after the check is
+// drained by the next fsync, which its appender waits for.
 func (l *Log) drainForSync() {
+	if !l.staging.Load() {
+		return
+	}
 	l.appendMu.Lock()
 	_ = l.drainStage()
 	l.appendMu.Unlock()

@@ -77,7 +77,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.recoveryPoint = min(l.recoveryPoint, keep.nextOffset)
 		// A flush running now must not advance the recovery point past bytes this cut
 		// replaces; the sealed segments below keep still wait for theirs (see flushSealed).
-		l.truncGen++
+		l.truncGen.Add(1)
 		l.noteTruncation(keep.nextOffset)
 		l.flushTarget = min(l.flushTarget, keep.baseOffset)
 		l.durableSeq = l.appendSeq
@@ -138,7 +138,7 @@ func (l *Log) truncateFullyAndStartAt(offset int64) error {
 	drop := l.segments
 	l.segments = []*segment{seg}
 	l.logStartOffset, l.recoveryPoint, l.flushTarget = offset, offset, offset
-	l.truncGen++                    // see flushSealed
+	l.truncGen.Add(1)               // see flushSealed
 	l.noteTruncation(math.MinInt64) // nothing below offset stays
 	l.durableSeq = l.appendSeq
 	l.mu.Unlock()
