@@ -215,6 +215,11 @@ func BenchmarkTopicAppendKeyed(b *testing.B) {
 	if err := t.Append(ctx, recs...); err != nil {
 		b.Fatal(err)
 	}
+	var payload int
+	for _, r := range recs {
+		payload += len(r.Key) + len(r.Value)
+	}
+	b.SetBytes(int64(payload / batch)) // a record's key and value, on average
 	b.ReportAllocs()
 	b.ResetTimer()
 	m0 := benchMallocs()
