@@ -10,8 +10,8 @@ import "golang.org/x/sys/unix"
 // mapAnon returns size zero bytes of an anonymous private mapping: the kernel gives a page
 // memory only when it is first written, as a sparse file's blocks are allocated.
 func mapAnon(size int) ([]byte, error) {
-	return unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	return mmap(-1, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 }
 
 // unmapAnon returns mapAnon's memory to the kernel.
-func unmapAnon(b []byte) error { return unix.Munmap(b) }
+func unmapAnon(b []byte) error { return munmap(b) }

@@ -32,7 +32,7 @@ func mapFile(f *os.File, size int, writable bool) (Mapping, error) {
 	var b []byte
 	var merr error
 	if err := rc.Control(func(fd uintptr) {
-		b, merr = unix.Mmap(int(fd), 0, size, prot, unix.MAP_SHARED)
+		b, merr = mmap(int(fd), size, prot, unix.MAP_SHARED)
 	}); err != nil {
 		return nil, &fs.PathError{Op: "mmap", Path: f.Name(), Err: os.ErrClosed}
 	}
@@ -79,7 +79,7 @@ func (m *mmapping) Close() error {
 	if len(m.b) == 0 {
 		return nil
 	}
-	if err := unix.Munmap(m.b); err != nil {
+	if err := munmap(m.b); err != nil {
 		return &fs.PathError{Op: "munmap", Path: m.name, Err: err}
 	}
 	return nil
