@@ -111,6 +111,14 @@ type Log struct {
 	stopFlusher chan struct{}
 	flusherDone chan struct{}
 	stopOnce    sync.Once
+
+	// The spare files of the next segment (log_spare.go), made by the flusher: spareMu orders
+	// their making with a roll's claiming them; spareReady says all three exist.
+	spareMu    sync.Mutex
+	spareReady bool
+	// noSpares turns spares off, for benchmarks that time a roll without them; set before the
+	// first roll.
+	noSpares bool
 }
 
 // OpenLog opens the partition log in dir, creating dir and an empty log when missing, and
@@ -272,7 +280,7 @@ func (l *Log) Close() error {
 	if clean {
 		// Sealed segments whose background flush has not run yet; the clean state written
 		// below records the recovery point this flush reaches.
-		if _, err := l.flushSealed(false); err != nil {
+		if _, err := l.flushSealed(false, nil); err != nil {
 			errs = append(errs, err)
 			clean = false
 		}
@@ -289,7 +297,7 @@ func (l *Log) Close() error {
 		errs = append(errs, s.close())
 	}
 	// Nobody can start a read now; files of reads still running go with the log.
-	errs = append(errs, l.sweepRetired(time.Time{}, true))
+	errs = append(errs, l.sweepRetired(time.Time{}, true), l.removeSpare())
 	if clean && errors.Join(errs...) == nil {
 		// Only a log whose every byte reached the disk may skip recovery next time.
 		st := logState{logStartOffset: l.logStartOffset, recoveryPoint: act.nextOffset, clean: true}

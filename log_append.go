@@ -359,7 +359,7 @@ func (l *Log) roll(newBase int64) error {
 		// cache may close the files before the flusher syncs them by path.
 		old.pinned.Store(false)
 	}
-	seg, err := createSegment(l.fs, l.dir, newBase, &l.cfg)
+	seg, err := createSegment(l.fs, l.dir, newBase, &l.cfg, l.claimSpare(newBase))
 	if err != nil {
 		return l.fail(fmt.Errorf("create segment %d: %w", newBase, err))
 	}
@@ -429,7 +429,7 @@ func (l *Log) Sync() error {
 	// Sealed segments first: their flush may still be pending in the background, and so may
 	// the checkpoint of the recovery point a finished one reached.
 	for l.flushPending() {
-		retry, err := l.flushSealed(true)
+		retry, err := l.flushSealed(true, nil)
 		if err != nil {
 			return err
 		}

@@ -74,8 +74,11 @@ func (l *Log) runFlusher(interval time.Duration) {
 			l.checkpointRecoveryPoint()
 			lastCheckpoint = time.Now()
 		case <-l.flushWake:
+			// A roll woke us: the spares first, as the next roll may come before the flush
+			// below ends.
+			l.prepareSpare()
 			for {
-				retry, err := l.flushSealed(false)
+				retry, err := l.flushSealed(false, l.prepareSpare)
 				if err != nil {
 					if !errors.Is(err, ErrClosed) {
 						l.logger.Error("background flush of sealed segments failed", "err", err)
@@ -122,15 +125,17 @@ func (l *Log) stopFlusherAndWait() {
 // set, writes it to the state file. A truncation that ran meanwhile (TruncateTo, a follower's
 // start-over) may have replaced the bytes below the target: the recovery point then stays, and
 // retry is true so that the caller flushes again against the truncated log. A failed fsync fails
-// the log as a failed foreground fsync does (ErrSync, the sync-failure marker).
-func (l *Log) flushSealed(checkpoint bool) (retry bool, err error) {
+// the log as a failed foreground fsync does (ErrSync, the sync-failure marker). The flusher
+// passes its spare-making as beforeEach, run before each file's fsync (nil for none): a flush
+// takes milliseconds a segment, and a roll that comes meanwhile wants its spares ready.
+func (l *Log) flushSealed(checkpoint bool, beforeEach func()) (retry bool, err error) {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	f, err := l.planFlush()
 	if err != nil || f.target <= f.from {
 		return false, err
 	}
-	if err := l.syncFlush(f); err != nil {
+	if err := l.syncFlush(f, beforeEach); err != nil {
 		return false, err
 	}
 	advanced, retry := l.finishFlush(f)
@@ -175,9 +180,13 @@ func (l *Log) planFlush() (sealedFlush, error) {
 }
 
 // syncFlush fsyncs f's files, then the directory, whose entries of the segments' files (and of
-// those rolls created since) may not be durable yet. A failure fails the log.
-func (l *Log) syncFlush(f sealedFlush) error {
+// those rolls created since) may not be durable yet. A failure fails the log. beforeEach, when
+// not nil, runs before each file's fsync.
+func (l *Log) syncFlush(f sealedFlush, beforeEach func()) error {
 	for _, path := range f.paths {
+		if beforeEach != nil {
+			beforeEach()
+		}
 		if err := l.syncPath(path); err != nil {
 			return l.fail(fmt.Errorf("flush %s: %w", path, err))
 		}

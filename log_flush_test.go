@@ -131,7 +131,7 @@ func TestFlushRacingTruncation(t *testing.T) {
 		require.Len(t, f.paths, 9)
 		require.NoError(t, l.TruncateTo(15))
 		require.Equal(t, int64(10), l.LogEndOffset())
-		require.NoError(t, l.syncFlush(f), "files the truncation removed have nothing to flush")
+		require.NoError(t, l.syncFlush(f, nil), "files the truncation removed have nothing to flush")
 		advanced, retry := l.finishFlush(f)
 		l.flushMu.Unlock()
 		require.False(t, advanced, "the recovery point must not pass bytes the truncation replaced")
@@ -140,7 +140,7 @@ func TestFlushRacingTruncation(t *testing.T) {
 
 		// The retry flushes segment 0 only: the recovery point reaches the truncated segment's
 		// base, whose data the truncation synced.
-		retry, err = l.flushSealed(true)
+		retry, err = l.flushSealed(true, nil)
 		require.NoError(t, err)
 		require.False(t, retry)
 		require.Equal(t, int64(10), recoveryPointOf(l))
@@ -177,7 +177,7 @@ func TestFlushRacingRetention(t *testing.T) {
 		require.Equal(t, 2, n)
 		require.Equal(t, int64(20), l.LogStartOffset())
 		require.False(t, fsExists(t, fsy, segPath(dir, 0, logSuffix)))
-		require.NoError(t, l.syncFlush(f), "files retention deleted have nothing to flush")
+		require.NoError(t, l.syncFlush(f, nil), "files retention deleted have nothing to flush")
 		advanced, retry := l.finishFlush(f)
 		l.flushMu.Unlock()
 		require.True(t, advanced)

@@ -109,7 +109,7 @@ func (l *Log) load() error {
 	if len(l.segments) == 0 {
 		// An empty log, or one whose every segment was deleted by retention: numbering resumes
 		// at the checkpointed log start offset, never at 0 again.
-		s, err := createSegment(l.fs, l.dir, st.logStartOffset, &l.cfg)
+		s, err := createSegment(l.fs, l.dir, st.logStartOffset, &l.cfg, false)
 		if err != nil {
 			return err
 		}
@@ -177,6 +177,13 @@ func (l *Log) listSegments() ([]int64, error) {
 		}
 	}
 	for _, e := range entries {
+		if isSpareName(e.Name()) && !e.IsDir() {
+			// Made ahead for a roll that never came (log_spare.go).
+			if err := l.fs.Remove(filepath.Join(l.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, err
+			}
+			continue
+		}
 		// Files of segments deleted before the process stopped: their delete delay is over.
 		if stem, ok := strings.CutSuffix(e.Name(), deletedSuffix); ok && !e.IsDir() {
 			for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {

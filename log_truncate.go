@@ -126,7 +126,7 @@ func (l *Log) truncateFullyAndStartAt(offset int64) error {
 	if err := l.writeState(st); err != nil {
 		return l.fail(fmt.Errorf("checkpoint log start offset %d: %w", offset, err))
 	}
-	seg, err := createSegment(l.fs, l.dir, offset, &l.cfg)
+	seg, err := createSegment(l.fs, l.dir, offset, &l.cfg, false)
 	if err != nil {
 		return l.fail(fmt.Errorf("create segment %d: %w", offset, err))
 	}

@@ -128,7 +128,9 @@ func (s *segment) path(suffix string) string {
 }
 
 // createSegment creates the files of a new, empty, active segment. The caller syncs the directory.
-func createSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig) (*segment, error) {
+// spared says that a roll has just renamed spare files to the segment's names (log_spare.go):
+// they are empty, and no stale index is left to remove.
+func createSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig, spared bool) (*segment, error) {
 	s := &segment{fs: fs, dir: dir, baseOffset: baseOffset, cfg: cfg, files: fileCacheOf(fs), posCache: positionCacheOf(fs),
 		nextOffset: baseOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1}
 	f, err := fs.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -138,6 +140,9 @@ func createSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig) (*s
 	s.file, s.shared = f, fsys.SharesMappings(f)
 	// Stale indexes of an earlier segment at this base offset must not be trusted.
 	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+		if spared {
+			break // renamed over them
+		}
 		if err := fs.Remove(s.path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			f.Close()
 			return nil, err
