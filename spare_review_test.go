@@ -525,3 +525,34 @@ func TestSpareStaleFilesAtClaimedName(t *testing.T) {
 		})
 	}
 }
+
+// TestTruncateThenRollSyncKeepsRecords: a truncation lowers the recovery point to the new log end
+// offset, and the next append rolls right there (its batch does not fit the cut segment). As
+// after an open, no flush of sealed segments is pending, and Sync must still make the new
+// segment's directory entries durable.
+func TestTruncateThenRollSyncKeepsRecords(t *testing.T) {
+	cfg := baseConfig()
+	cfg.Sync = SyncNever
+	cfg.SegmentBytes = 700 // three one-record batches
+	dir := t.TempDir()
+	ffs := newFaultFS(t, fsys.NewMemory(), dir)
+	l := openTestLog(t, ffs, dir, cfg, WithLogger(quietLog))
+	want := appendBatches(t, l, 9, 1)
+	require.NoError(t, l.Sync())
+	stopTestFlusher(l)
+	require.Equal(t, int64(6), recoveryPointOf(l))
+	require.NoError(t, l.TruncateTo(5))
+	require.Equal(t, int64(5), recoveryPointOf(l))
+	readyTestSpares(t, l, ffs)
+	want = append(want[:5], appendBatches(t, l, 1, 2)...)
+	require.Equal(t, []int64{0, 3, 5}, segmentBases(l), "the two-record batch rolled at 5, claiming the spares")
+	require.Empty(t, spareFilesIn(t, ffs, dir))
+	require.NoError(t, l.Sync())
+
+	for _, mode := range powerLossModes {
+		crashed := openTestLog(t, crashImage(t, ffs, mode), dir, cfg, WithLogger(quietLog))
+		require.Equal(t, int64(7), crashed.LogEndOffset(), "%s: Sync acknowledged offsets 5 and 6", mode)
+		requireSameRecords(t, want, readAllRecords(t, crashed))
+		require.NoError(t, crashed.Close())
+	}
+}
