@@ -5,10 +5,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,11 +80,19 @@ type spareCrashModel struct {
 	// truncation's cut); nil when no step failed.
 	inflight []*Record
 	durable  int // records acknowledged by Sync or Close: [0, durable)
-	steps    int
+	// starts are the log start offsets the log may have after a crash: the last acknowledged
+	// one, and the one a retention in flight moves it to.
+	starts map[int64]bool
+	steps  int
 }
 
-// spareCrashConfig is flushTestConfig(SyncNever): a segment per batch.
-func spareCrashConfig() LogConfig { return flushTestConfig(SyncNever) }
+// spareCrashConfig is flushTestConfig(SyncNever), a segment per batch, with retention by time;
+// retired files wait for the default delete delay under their "*.deleted" names.
+func spareCrashConfig() LogConfig {
+	cfg := flushTestConfig(SyncNever)
+	cfg.RetentionDuration = time.Minute
+	return cfg
+}
 
 // spareCrashWorkload runs, on one goroutine, a SyncNever workload whose rolls claim spares: the
 // flusher is stopped after every open, and its work (making spares, flushing sealed segments
@@ -89,7 +102,7 @@ func spareCrashConfig() LogConfig { return flushTestConfig(SyncNever) }
 // It stops at the first error and returns what was acknowledged.
 func spareCrashWorkload(fsy fsys.FS) (m *spareCrashModel, err error) {
 	ctx := context.Background()
-	m = &spareCrashModel{ends: map[int]bool{0: true}}
+	m = &spareCrashModel{ends: map[int]bool{0: true}, starts: map[int64]bool{0: true}}
 	open := func() (*Log, error) {
 		l, err := OpenLog(spareCrashDir, spareCrashConfig(), withFS(fsy), WithClock(fixedClock), WithLogger(quietLog))
 		if err != nil {
@@ -174,6 +187,22 @@ func spareCrashWorkload(fsy fsys.FS) (m *spareCrashModel, err error) {
 			if err := flusher(); err != nil {
 				return m, err
 			}
+		case 13:
+			// Every segment is due: retention rolls at the end (claiming the spares made
+			// above) and retires all the others.
+			end := int64(len(m.written))
+			m.starts[end] = true
+			if err := sync(); err != nil {
+				return m, err
+			}
+			n, err := l.ApplyRetention(testEpoch.Add(time.Hour))
+			if err != nil {
+				return m, err
+			}
+			if n == 0 || l.LogStartOffset() != end {
+				return m, fmt.Errorf("retention deleted %d segments, log start offset %d, want %d", n, l.LogStartOffset(), end)
+			}
+			m.starts = map[int64]bool{end: true}
 		case 8:
 			// Close with spares ready, reopen: the first append rolls at once.
 			if err := flusher(); err != nil {
@@ -218,8 +247,9 @@ func spareCrashCheck(img fsys.FS, m *spareCrashModel) error {
 			return fmt.Errorf("spare file %s left after open", e.Name())
 		}
 	}
-	if l.LogStartOffset() != 0 {
-		return fmt.Errorf("log start offset %d, want 0", l.LogStartOffset())
+	start := l.LogStartOffset()
+	if !m.starts[start] {
+		return fmt.Errorf("log start offset %d, want one of %v", start, m.starts)
 	}
 	end := int(l.LogEndOffset())
 	if end < m.durable {
@@ -229,7 +259,7 @@ func spareCrashCheck(img fsys.FS, m *spareCrashModel) error {
 		return fmt.Errorf("log end offset %d is no batch boundary the workload wrote", end)
 	}
 	var got []*Record
-	for off := int64(0); off < int64(end); {
+	for off := start; off < int64(end); {
 		recs, err := l.ReadRecords(off, 1<<20)
 		if err != nil {
 			return fmt.Errorf("read at %d: %w", off, err)
@@ -241,12 +271,12 @@ func spareCrashCheck(img fsys.FS, m *spareCrashModel) error {
 		off = recs[len(recs)-1].Offset + 1
 	}
 	same := func(want []*Record) bool {
-		if len(want) < len(got) {
+		if len(want) < int(start)+len(got) {
 			return false
 		}
 		for i, g := range got {
-			w := want[i]
-			if g.Offset != int64(i) || g.Offset != w.Offset || string(g.Key) != string(w.Key) ||
+			w := want[start+int64(i)]
+			if g.Offset != start+int64(i) || g.Offset != w.Offset || string(g.Key) != string(w.Key) ||
 				string(g.Value) != string(w.Value) || g.Timestamp.UnixMilli() != w.Timestamp.UnixMilli() ||
 				len(g.Headers) != len(w.Headers) {
 				return false
@@ -296,6 +326,7 @@ func TestSpareCrashAtEveryOperation(t *testing.T) {
 	ops := ffs.Ops()
 	require.NoError(t, ffs.Release())
 	require.Equal(t, 14, m.steps)
+	require.Equal(t, map[int64]bool{int64(len(m.written)): true}, m.starts)
 	var renames, claims int
 	for _, op := range ops {
 		if op.Kind == faultfs.Rename {
@@ -555,4 +586,165 @@ func TestTruncateThenRollSyncKeepsRecords(t *testing.T) {
 		requireSameRecords(t, want, readAllRecords(t, crashed))
 		require.NoError(t, crashed.Close())
 	}
+}
+
+// blockSpareFS blocks the creation of one spare file until release is closed, after telling
+// blocked; with fail set it fails that creation instead.
+type blockSpareFS struct {
+	fsys.FS
+	name     string
+	blocked  chan struct{}
+	release  chan struct{}
+	fail     bool
+	once     sync.Once
+	creating atomic.Int32
+}
+
+func (f *blockSpareFS) OpenFile(name string, flag int, perm fs.FileMode) (fsys.File, error) {
+	if filepath.Base(name) == f.name {
+		f.creating.Add(1)
+		if f.fail {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.ENOSPC}
+		}
+		f.once.Do(func() {
+			close(f.blocked)
+			<-f.release
+		})
+	}
+	return f.FS.OpenFile(name, flag, perm)
+}
+
+// TestCloseRacesSpareMaking: Close while the flusher is part-way through making the spares (one
+// made, the next blocked). Close waits for the flusher, then deletes all three; the next open
+// finds none, and the log rolls on.
+func TestCloseRacesSpareMaking(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		dir := t.TempDir()
+		bfs := &blockSpareFS{FS: fsy, name: "next.timeindex.spare", blocked: make(chan struct{}), release: make(chan struct{})}
+		l := openTestLog(t, bfs, dir, flushTestConfig(SyncNever), WithLogger(quietLog))
+		want := appendBatches(t, l, 2, 10) // the roll at 10 wakes the flusher
+		<-bfs.blocked
+		require.Equal(t, []string{"next.index.spare"}, spareFilesIn(t, fsy, dir))
+
+		closed := make(chan error, 1)
+		go func() { closed <- l.Close() }()
+		select {
+		case err := <-closed:
+			t.Fatalf("Close returned (%v) while the flusher was making spares", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		close(bfs.release)
+		require.NoError(t, <-closed)
+		require.Empty(t, spareFilesIn(t, fsy, dir))
+		require.Equal(t, []int64{0, 10}, logFileBases(t, fsy, dir))
+
+		l2 := openTestLog(t, fsy, dir, flushTestConfig(SyncNever), WithLogger(quietLog))
+		requireReadsEverywhere(t, l2, want)
+		want = append(want, appendBatches(t, l2, 3, 10)...)
+		require.Equal(t, []int64{0, 10, 20, 30, 40}, segmentBases(l2))
+		requireReadsEverywhere(t, l2, want)
+	})
+}
+
+// TestSpareMakingFails: the creation of the second spare fails: the first is deleted, none is
+// ready, and the rolls create their own files.
+func TestSpareMakingFails(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		dir := t.TempDir()
+		bfs := &blockSpareFS{FS: fsy, name: "next.timeindex.spare", fail: true}
+		l := openTestLog(t, bfs, dir, flushTestConfig(SyncNever), WithLogger(quietLog))
+		want := appendBatches(t, l, 2, 10)
+		require.Eventually(t, func() bool { return bfs.creating.Load() > 0 && !l.flushPending() }, flushWait, flushTick)
+		stopTestFlusher(l)
+		require.False(t, l.sparesReady())
+		require.Empty(t, spareFilesIn(t, fsy, dir))
+		want = append(want, appendBatches(t, l, 2, 10)...)
+		require.Equal(t, []int64{0, 10, 20, 30}, segmentBases(l))
+		requireReadsEverywhere(t, l, want)
+		require.NoError(t, l.Close())
+		l2 := openTestLog(t, fsy, dir, flushTestConfig(SyncNever), WithLogger(quietLog))
+		requireReadsEverywhere(t, l2, want)
+	})
+}
+
+// TestStoreSparesDeleteTopicAndFileLimit: a store of SyncNever partitions under a small bound on
+// open files: every partition rolls with spares, a topic is deleted while its partitions have
+// spares ready (its folders go whole), the other topic's records read back through the bound, and
+// a reopened store holds no spare file.
+func TestStoreSparesDeleteTopicAndFileLimit(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		ctx := context.Background()
+		dir := t.TempDir()
+		opts := []Option{withFS(fsy), WithClock(fixedClock), WithRetentionCheckInterval(-1), WithMaxOpenFiles(minOpenFiles), WithLogger(quietLog)}
+		s, err := Open(dir, opts...)
+		require.NoError(t, err)
+		tc := TopicConfig{Partitions: 6, LogConfig: flushTestConfig(SyncNever)}
+		keep, err := s.CreateTopic("keep", tc)
+		require.NoError(t, err)
+		gone, err := s.CreateTopic("gone", tc)
+		require.NoError(t, err)
+
+		want := map[int32][]*Record{}
+		for round := range 5 {
+			for id := range tc.Partitions {
+				for _, topic := range []*Topic{keep, gone} {
+					p, err := topic.Partition(id)
+					require.NoError(t, err)
+					end := p.LogEndOffset()
+					recs := workloadRecords(int(end)+100*round, 3)
+					require.NoError(t, p.Append(ctx, recs...))
+					require.Equal(t, end, recs[0].Offset)
+					if topic == keep {
+						want[id] = append(want[id], withOffsets(recs, end)...)
+					}
+				}
+			}
+		}
+		spareDirs := func(topic string) int {
+			n := 0
+			for id := range tc.Partitions {
+				if len(spareFilesIn(t, fsy, filepath.Join(dir, partitionDirName(topic, id)))) == len(spareNames) {
+					n++
+				}
+			}
+			return n
+		}
+		require.Eventually(t, func() bool { return spareDirs("gone") == int(tc.Partitions) && spareDirs("keep") == int(tc.Partitions) },
+			flushWait, flushTick)
+
+		require.NoError(t, s.DeleteTopic("gone"))
+		for _, name := range fsListDir(t, fsy, dir) {
+			require.False(t, strings.HasPrefix(name, "gone"), "folder %s left by the delete", name)
+		}
+		_, err = s.CreateTopic("gone", tc)
+		require.NoError(t, err)
+
+		check := func(s *Store) {
+			t.Helper()
+			keep, err := s.Topic("keep")
+			require.NoError(t, err)
+			for id := range tc.Partitions {
+				p, err := keep.Partition(id)
+				require.NoError(t, err)
+				requireReadsEverywhere(t, p.log, want[id])
+			}
+			gone, err := s.Topic("gone")
+			require.NoError(t, err)
+			for id := range tc.Partitions {
+				p, err := gone.Partition(id)
+				require.NoError(t, err)
+				require.Equal(t, int64(0), p.LogEndOffset())
+			}
+		}
+		check(s)
+		require.NoError(t, s.Close())
+		for id := range tc.Partitions {
+			require.Empty(t, spareFilesIn(t, fsy, filepath.Join(dir, partitionDirName("keep", id))))
+		}
+
+		s, err = Open(dir, opts...)
+		require.NoError(t, err)
+		defer s.Close()
+		check(s)
+	})
 }
