@@ -98,6 +98,12 @@ type Log struct {
 	// truncations remembers the last truncations, for the appends waiting for durability while
 	// they ran (see removedByTruncation); guarded by mu.
 	truncations [8]truncation
+	// dirDirty says that a roll under SyncNever or SyncInterval created (or claimed) segment
+	// files whose directory entries no SyncDir has covered yet. The flush of sealed segments
+	// syncs the directory, but a roll at the recovery point (the first roll after an open, whose
+	// recovery point is the log end offset) leaves no flush pending: Sync and Close then sync the
+	// directory themselves (syncDirIfDirty).
+	dirDirty atomic.Bool
 	// flushMu serialises flushes of sealed segments: the flusher's, Sync's and Close's.
 	flushMu sync.Mutex
 	// stateMu serialises writes of the state file; lastState is the one last written.
@@ -281,6 +287,12 @@ func (l *Log) Close() error {
 		// Sealed segments whose background flush has not run yet; the clean state written
 		// below records the recovery point this flush reaches.
 		if _, err := l.flushSealed(false, nil); err != nil {
+			errs = append(errs, err)
+			clean = false
+		}
+	}
+	if clean {
+		if err := l.syncDirIfDirty(); err != nil {
 			errs = append(errs, err)
 			clean = false
 		}

@@ -363,6 +363,11 @@ func (l *Log) roll(newBase int64) error {
 	if err != nil {
 		return l.fail(fmt.Errorf("create segment %d: %w", newBase, err))
 	}
+	if !always {
+		// Set before any append can land in seg: a Sync that acknowledges such an append sees
+		// it (see syncDirIfDirty).
+		l.dirDirty.Store(true)
+	}
 	if always {
 		if err := l.fs.SyncDir(l.dir); err != nil {
 			seg.remove()
@@ -436,6 +441,9 @@ func (l *Log) Sync() error {
 		if !retry {
 			break
 		}
+	}
+	if err := l.syncDirIfDirty(); err != nil {
+		return err
 	}
 	if l.cfg.Sync != SyncAlways && l.checkpointBehind() {
 		l.checkpointRecoveryPoint()

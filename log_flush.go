@@ -191,6 +191,22 @@ func (l *Log) syncFlush(f sealedFlush, beforeEach func()) error {
 			return l.fail(fmt.Errorf("flush %s: %w", path, err))
 		}
 	}
+	l.dirDirty.Store(false) // cleared first: a roll after this sets it again
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.fail(fmt.Errorf("sync directory %s: %w", l.dir, err))
+	}
+	return nil
+}
+
+// syncDirIfDirty syncs the directory when a roll created segment files since the last flush of
+// sealed segments synced it: a roll at the recovery point leaves no flush pending, yet the new
+// segment's directory entries must be durable before Sync acknowledges what was appended to it.
+// A failure fails the log.
+func (l *Log) syncDirIfDirty() error {
+	if !l.dirDirty.Load() {
+		return nil
+	}
+	l.dirDirty.Store(false)
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.fail(fmt.Errorf("sync directory %s: %w", l.dir, err))
 	}

@@ -43,10 +43,10 @@ func isSpareName(name string) bool {
 	return false
 }
 
-// prepareSpare creates the spare files unless they exist. Only the flusher goroutine calls it, on
-// its wake and between the files it flushes, so no two preparations overlap; a roll claims spares
-// only once spareReady is set. A failure is logged and leaves no spare: the next roll creates its
-// files itself.
+// prepareSpare creates the spare files unless they are ready (spareReady), truncating any that
+// a failed attempt left. Only the flusher goroutine calls it, on its wake and between the files
+// it flushes, so no two preparations overlap; a roll claims spares only once spareReady is set.
+// A failure is logged and leaves no spare: the next roll creates its files itself.
 func (l *Log) prepareSpare() {
 	if l.noSpares {
 		return
