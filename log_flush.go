@@ -201,8 +201,11 @@ func (l *Log) syncFlush(f sealedFlush, beforeEach func()) error {
 // syncDirIfDirty syncs the directory when a roll created segment files since the last flush of
 // sealed segments synced it: a roll at the recovery point leaves no flush pending, yet the new
 // segment's directory entries must be durable before Sync acknowledges what was appended to it.
-// A failure fails the log.
+// A failure fails the log. It holds flushMu, as the flush does: a second Sync that finds the
+// mark cleared returns only after the directory fsync of the first, which covers its rolls too.
 func (l *Log) syncDirIfDirty() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	if !l.dirDirty.Load() {
 		return nil
 	}
