@@ -363,16 +363,15 @@ func (l *Log) roll(newBase int64) error {
 	if err != nil {
 		return l.fail(fmt.Errorf("create segment %d: %w", newBase, err))
 	}
-	if !always {
-		// Set before any append can land in seg: a Sync that acknowledges such an append sees
-		// it (see syncDirIfDirty).
-		l.dirDirty.Store(true)
-	}
 	if always {
 		if err := l.fs.SyncDir(l.dir); err != nil {
 			seg.remove()
 			return l.fail(fmt.Errorf("sync directory %s: %w", l.dir, err))
 		}
+	} else {
+		// Set before any append can land in seg: a Sync that acknowledges such an append sees
+		// it (see syncDirIfDirty).
+		l.dirDirty.Store(true)
 	}
 	l.mu.Lock()
 	if empty {

@@ -10,7 +10,7 @@ import (
 
 // Spare segment files. Creating a file is the slowest step of a roll, and it sits on the append
 // path: every append behind the roll waits for it. On ext4 without a journal (as on the machine
-// BENCHMARKS.md was measured on) a creation costs 0.3-0.7 ms once the file system has freed many
+// BENCHMARKS.md was measured on) a creation costs 0.3-0.8 ms once the file system has freed many
 // inodes in the last minutes, since the inode allocator skips every recently freed inode one by
 // one (recently_deleted in fs/ext4/ialloc.c); a roll makes three files.
 //

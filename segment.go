@@ -138,10 +138,11 @@ func createSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig, spa
 		return nil, err
 	}
 	s.file, s.shared = f, fsys.SharesMappings(f)
-	// Stale indexes of an earlier segment at this base offset must not be trusted.
+	// Stale indexes of an earlier segment at this base offset must not be trusted; claimed spares
+	// were renamed over them.
 	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
 		if spared {
-			break // renamed over them
+			break
 		}
 		if err := fs.Remove(s.path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			f.Close()
