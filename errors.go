@@ -10,10 +10,18 @@ var (
 
 	// ErrOffsetOutOfRange is returned when an offset is below the log start offset or above the
 	// log end offset (Kafka's OFFSET_OUT_OF_RANGE). Reading a range at exactly the log end offset
-	// (ReadBatches, ReadRecords, Scan) is not an error: there is nothing yet. ReadRecord, which
-	// has a record to return or nothing, returns it at and past the log end offset (or the high
-	// watermark) too.
+	// (ReadBatches, ReadRecords, Scan) is not an error: there is nothing yet; ReadRecord says so
+	// with ErrNoRecordYet.
 	ErrOffsetOutOfRange = errors.New("commitlog: offset out of range")
+
+	// ErrNoRecordYet is returned by ReadRecord when no record lies at or after the offset below
+	// the log end offset (the high watermark, for Partition.ReadRecord): the offset is that end or
+	// past it up to the log end offset, or only a gap (compaction, transaction markers) lies
+	// between it and that end. It is the single-record read's "nothing yet", where a Kafka fetch
+	// at the high watermark returns no records and ReadRecords an empty slice: a tail reader waits
+	// for appends and reads the same offset again. Offsets the log no longer or never held are
+	// ErrOffsetOutOfRange.
+	ErrNoRecordYet = errors.New("commitlog: no record at or after the offset yet")
 
 	// ErrCorrupt is returned when bytes on disk or handed to a raw append are not a valid
 	// RecordBatch v2 (bad length, magic or CRC, records that disagree with their header), and when

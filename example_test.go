@@ -104,8 +104,9 @@ func ExamplePartition_ReadRecord() {
 		}
 		fmt.Printf("%s/%d offset %d: %s %s\n", r.Topic, r.Partition, r.Offset, r.Key, r.Value)
 	}
+	// Offset 100 is the log end offset: no record yet, where ReadRecords returns an empty slice.
 	err = p.ReadRecord(100, &r)
-	fmt.Println(errors.Is(err, commitlog.ErrOffsetOutOfRange))
+	fmt.Println(errors.Is(err, commitlog.ErrNoRecordYet))
 	// Output:
 	// orders/0 offset 42: order-42 {"n":42}
 	// orders/0 offset 7: order-7 {"n":7}

@@ -22,14 +22,15 @@ import (
 // name is reused when it equals the name at the same place in r.Headers, and allocated
 // otherwise. Topic is set to "" and Partition to 0 (Partition.ReadRecord sets them).
 //
-// Errors: ErrOffsetOutOfRange when offset is below the log start offset or at or past the log
-// end offset (unlike ReadRecords, for which the log end offset is an empty read: ReadRecord has
-// no record to return), or when no record lies at or after offset below it; ErrCorrupt naming
-// the segment file, the batch's position and the offset when the batch does not check (CRC,
-// framing) or decode; ErrClosed after Close. Reads run concurrently with each other and with
-// appends, retention and truncation; appends never wait for them, and TruncateTo waits only for
-// the reads using its segment's mapping at that moment (each a few microseconds). A read that a
-// truncation of its segment overtakes reads again.
+// Errors: ErrOffsetOutOfRange when offset is below the log start offset or past the log end
+// offset; ErrNoRecordYet when offset is the log end offset, or no record lies at or after offset
+// below it (where ReadRecords returns an empty slice: ReadRecord has no record to return; a tail
+// reader waits and reads the offset again); ErrCorrupt naming the segment file, the batch's
+// position and the offset when the batch does not check (CRC, framing) or decode; ErrClosed
+// after Close. Reads run concurrently with each other and with appends, retention and
+// truncation; appends never wait for them, and TruncateTo waits only for the reads using its
+// segment's mapping at that moment (each a few microseconds). A read that a truncation of its
+// segment overtakes reads again.
 //
 // The guarantee: a batch's CRC (and the framing of its records) is checked the first time this
 // process reads it with ReadRecord; while its positions stay in the store's record position cache
@@ -88,9 +89,13 @@ func (l *Log) readRecordOnce(offset, hw int64, r *Record) (retry bool, err error
 	if hw >= 0 {
 		end = min(hw, leo)
 	}
-	if offset < start || offset >= end {
+	if offset < start || offset > leo {
 		l.mu.RUnlock()
 		return false, fmt.Errorf("%w: offset %d, log %s has records in [%d, %d)", ErrOffsetOutOfRange, offset, l.dir, start, end)
+	}
+	if offset >= end {
+		l.mu.RUnlock()
+		return false, fmt.Errorf("%w: offset %d, log %s has records in [%d, %d)", ErrNoRecordYet, offset, l.dir, start, end)
 	}
 	s := l.segments[l.segmentFor(offset)]
 	acquire(s)
@@ -117,7 +122,7 @@ func (l *Log) readRecordOnce(offset, hw int64, r *Record) (retry bool, err error
 		case changed:
 			return true, nil
 		case errors.Is(err, errNoRecord):
-			return false, fmt.Errorf("%w: no record at or after offset %d below %d in log %s", ErrOffsetOutOfRange, offset, end, l.dir)
+			return false, fmt.Errorf("%w: no record at or after offset %d below %d in log %s", ErrNoRecordYet, offset, end, l.dir)
 		case err != nil && l.isClosed():
 			return false, ErrClosed
 		case err != nil || found:
@@ -132,7 +137,7 @@ func (l *Log) readRecordOnce(offset, hw int64, r *Record) (retry bool, err error
 			if l.isClosed() {
 				return false, ErrClosed
 			}
-			return false, fmt.Errorf("%w: no record at or after offset %d below %d in log %s", ErrOffsetOutOfRange, offset, end, l.dir)
+			return false, fmt.Errorf("%w: no record at or after offset %d below %d in log %s", ErrNoRecordYet, offset, end, l.dir)
 		}
 		// Loaded together under mu, as above.
 		l.mu.RLock()

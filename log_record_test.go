@@ -201,7 +201,8 @@ func TestReadRecordControlAtEnd(t *testing.T) {
 		require.NoError(t, err)
 		var r Record
 		err = l.ReadRecord(2, &r)
-		require.ErrorIs(t, err, ErrOffsetOutOfRange)
+		require.ErrorIs(t, err, ErrNoRecordYet)
+		require.NotErrorIs(t, err, ErrOffsetOutOfRange)
 		require.Contains(t, err.Error(), "no record at or after offset 2 below 3")
 	})
 }
@@ -222,9 +223,23 @@ func TestReadRecordErrors(t *testing.T) {
 		require.Equal(t, int64(400), end)
 
 		var r Record
-		for _, off := range []int64{-1, 0, start - 1, end, end + 1} {
-			err := l.ReadRecord(off, &r)
-			require.ErrorIs(t, err, ErrOffsetOutOfRange, "offset %d", off)
+		for _, tc := range []struct {
+			off  int64
+			want error
+		}{
+			{-1, ErrOffsetOutOfRange},
+			{0, ErrOffsetOutOfRange},
+			{start - 1, ErrOffsetOutOfRange},
+			{end, ErrNoRecordYet}, // a tail reader's next offset: nothing yet
+			{end + 1, ErrOffsetOutOfRange},
+		} {
+			err := l.ReadRecord(tc.off, &r)
+			require.ErrorIs(t, err, tc.want, "offset %d", tc.off)
+			other := ErrNoRecordYet
+			if tc.want == ErrNoRecordYet {
+				other = ErrOffsetOutOfRange
+			}
+			require.NotErrorIs(t, err, other, "offset %d", tc.off)
 			require.Contains(t, err.Error(), fmt.Sprintf("has records in [%d, %d)", start, end))
 		}
 		for _, off := range []int64{start, end - 1} {
@@ -293,7 +308,8 @@ func TestReadRecordAfterTruncation(t *testing.T) {
 		readEach(t, l, append(old[:100:100], fresh...))
 		require.NoError(t, l.TruncateTo(0))
 		var r Record
-		require.ErrorIs(t, l.ReadRecord(0, &r), ErrOffsetOutOfRange)
+		require.ErrorIs(t, l.ReadRecord(0, &r), ErrNoRecordYet, "an empty log's end offset")
+		require.ErrorIs(t, l.ReadRecord(1, &r), ErrOffsetOutOfRange)
 		entries, _ = positionsOf(l)
 		require.Equal(t, 0, entries)
 	})
@@ -481,7 +497,8 @@ func TestReadRecordConcurrent(t *testing.T) {
 
 // TestReadRecordConcurrentTruncation reads while the log is truncated and appended again with
 // other records at the same offsets: a read returns the record of either generation at its
-// offset, ErrOffsetOutOfRange while the offset is cut, never a mix or another offset's record.
+// offset, ErrOffsetOutOfRange or ErrNoRecordYet while the offset is cut, never a mix or another
+// offset's record.
 func TestReadRecordConcurrentTruncation(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
 		cfg := baseConfig()
@@ -523,8 +540,8 @@ func TestReadRecordConcurrentTruncation(t *testing.T) {
 				for n := 0; !stop.Load() || n < 100; n++ {
 					off := rng.Int64N(600)
 					err := l.ReadRecord(off, &r)
-					if errors.Is(err, ErrOffsetOutOfRange) {
-						continue
+					if errors.Is(err, ErrOffsetOutOfRange) || errors.Is(err, ErrNoRecordYet) {
+						continue // past the end, or at it, while the offset is cut
 					}
 					if err != nil {
 						errs <- fmt.Errorf("read %d: %w", off, err)
@@ -568,7 +585,8 @@ func TestPartitionReadRecord(t *testing.T) {
 			require.Equal(t, "orders", r.Topic)
 			require.Equal(t, int32(1), r.Partition)
 		}
-		require.ErrorIs(t, p1.ReadRecord(30, &r), ErrOffsetOutOfRange)
+		require.ErrorIs(t, p1.ReadRecord(30, &r), ErrNoRecordYet)
+		require.ErrorIs(t, p1.ReadRecord(31, &r), ErrOffsetOutOfRange)
 		require.ErrorIs(t, p1.ReadRecord(-1, &r), ErrOffsetOutOfRange)
 	})
 }
@@ -585,7 +603,7 @@ func TestPartitionReadRecordHighWatermark(t *testing.T) {
 		require.Equal(t, int64(0), leader.HighWatermark())
 		var r Record
 		err := leader.ReadRecord(0, &r)
-		require.ErrorIs(t, err, ErrOffsetOutOfRange)
+		require.ErrorIs(t, err, ErrNoRecordYet, "written, not committed: nothing yet")
 		require.Contains(t, err.Error(), "has records in [0, 0)")
 
 		_, follower := repOpen(t, env.another(t), TopicConfig{}, repOptions(fixedClock)...)

@@ -222,7 +222,7 @@ func (p *Partition) ReadRecords(offset int64, maxBytes int) ([]*Record, error) {
 // ReadRecord reads the record at offset (the first at or after it) into r, below the high
 // watermark: records past it are not committed yet. It sets r.Topic and r.Partition to this
 // partition's; the rest as for Log.ReadRecord, whose storage reuse, cost and errors it shares,
-// with ErrOffsetOutOfRange at and past the high watermark as at and past the log end offset.
+// with ErrNoRecordYet from the high watermark up to the log end offset, as at the log end offset.
 func (p *Partition) ReadRecord(offset int64, r *Record) error {
 	hw := int64(-1)
 	if p.replicated.Load() {
