@@ -73,9 +73,24 @@ func (l *Log) locate(offset int64) (s *segment, pos, limit, end int64, err error
 		l.mu.RUnlock()
 		return nil, 0, 0, end, nil
 	}
+	s, _, limit, pos, err = l.acquireLocked(offset)
+	if err != nil {
+		return nil, 0, 0, end, err
+	}
+	return s, pos, limit, end, nil
+}
+
+// acquireLocked acquires the segment holding offset and returns it with its truncation count, its
+// size and the position its offset index gives to scan from for offset, all as of one moment.
+// Callers hold mu read-locked, with offset in [LogStartOffset, LogEndOffset); acquireLocked
+// unlocks it (a segment whose files the cache closed is opened after that). On error the segment
+// is released.
+func (l *Log) acquireLocked(offset int64) (s *segment, gen uint64, limit, pos int64, err error) {
 	s = l.segments[l.segmentFor(offset)]
 	acquire(s)
-	limit = s.size.Load()
+	// Truncation counts under mu, before it cuts the file and changes the size: the count is
+	// loaded with the size it goes with.
+	gen, limit = s.truncations.Load(), s.size.Load()
 	ready := s.filesReady()
 	if ready {
 		_, pos = s.offsetIdx.Lookup(offset)
@@ -84,10 +99,10 @@ func (l *Log) locate(offset int64) (s *segment, pos, limit, end int64, err error
 	if !ready {
 		if pos, err = l.openAndLookup(s, offset); err != nil {
 			l.release(s)
-			return nil, 0, 0, end, err
+			return nil, 0, 0, 0, err
 		}
 	}
-	return s, pos, limit, end, nil
+	return s, gen, limit, pos, nil
 }
 
 // nextSegment returns the segment after s, acquired, or nil when none holds offsets below end

@@ -97,22 +97,9 @@ func (l *Log) readRecordOnce(offset, hw int64, r *Record) (retry bool, err error
 		l.mu.RUnlock()
 		return false, fmt.Errorf("%w: offset %d, log %s has records in [%d, %d)", ErrNoRecordYet, offset, l.dir, start, end)
 	}
-	s := l.segments[l.segmentFor(offset)]
-	acquire(s)
-	// Truncation counts under mu, before it cuts the file and changes the size: the count is
-	// loaded with the size it goes with.
-	gen, limit := s.truncations.Load(), s.size.Load()
-	ready := s.filesReady()
-	var pos int64
-	if ready {
-		_, pos = s.offsetIdx.Lookup(offset)
-	}
-	l.mu.RUnlock()
-	if !ready {
-		if pos, err = l.openAndLookup(s, offset); err != nil {
-			l.release(s)
-			return false, err
-		}
+	s, gen, limit, pos, err := l.acquireLocked(offset)
+	if err != nil {
+		return false, err
 	}
 	for {
 		found, err := l.recordIn(s, offset, end, leo, pos, limit, gen, r)
