@@ -147,6 +147,17 @@ func spareCrashWorkload(fsy fsys.FS) (m *spareCrashModel, err error) {
 		m.written, m.inflight = next, nil
 		return nil
 	}
+	// closeLog closes the log (a clean close makes every written record durable) and leaves l
+	// nil, so that the deferred close does not close it again.
+	closeLog := func() error {
+		closing := l
+		l = nil
+		if err := closing.Close(); err != nil {
+			return err
+		}
+		m.durable = len(m.written)
+		return nil
+	}
 	sync := func() error {
 		if err := l.Sync(); err != nil {
 			return err
@@ -208,12 +219,9 @@ func spareCrashWorkload(fsy fsys.FS) (m *spareCrashModel, err error) {
 			if err := flusher(); err != nil {
 				return m, err
 			}
-			closing := l
-			l = nil
-			if err := closing.Close(); err != nil {
+			if err := closeLog(); err != nil {
 				return m, err
 			}
-			m.durable = len(m.written)
 			if l, err = open(); err != nil {
 				return m, err
 			}
@@ -222,13 +230,7 @@ func spareCrashWorkload(fsy fsys.FS) (m *spareCrashModel, err error) {
 	if err := sync(); err != nil {
 		return m, err
 	}
-	closing := l
-	l = nil
-	if err := closing.Close(); err != nil {
-		return m, err
-	}
-	m.durable = len(m.written)
-	return m, nil
+	return m, closeLog()
 }
 
 // spareCrashCheck opens the log in img and checks it against m.
