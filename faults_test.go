@@ -407,10 +407,7 @@ func TestGroupCommit(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
+		requireNoErrs(t, errs)
 		after, _ := ffs.counts()
 		groupSyncs := after - syncs
 		appends := goroutines * perGoroutine

@@ -328,10 +328,7 @@ func TestFileCacheConcurrentReads(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
+		requireNoErrs(t, errs)
 		// Reads that held their segments at the last open may have left more open than the bound:
 		// the next open closes them; trim is what it runs.
 		c := logFileCache(l)

@@ -119,6 +119,16 @@ func appendBatches(t *testing.T, l *Log, n, per int) []*Record {
 	return all
 }
 
+// requireNoErrs closes errs, on which the test's goroutines no longer send, and fails the test at
+// the first error it holds.
+func requireNoErrs(t *testing.T, errs chan error) {
+	t.Helper()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
+
 // requireSameRecords checks that got are want, field by field, null and empty kept apart
 // (testify's Equal takes a nil and an empty []byte for equal).
 func requireSameRecords(t *testing.T, want, got []*Record) {

@@ -485,10 +485,7 @@ func TestReadRecordConcurrent(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
+		requireNoErrs(t, errs)
 		require.Positive(t, l.LogStartOffset(), "retention ran")
 		_, bytes := positionsOf(l)
 		require.LessOrEqual(t, bytes, int64(8<<10))
@@ -561,10 +558,7 @@ func TestReadRecordConcurrentTruncation(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
+		requireNoErrs(t, errs)
 	})
 }
 
@@ -728,10 +722,7 @@ func TestReadRecordClose(t *testing.T) {
 		started.Wait()
 		require.NoError(t, l.Close())
 		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
+		requireNoErrs(t, errs)
 		for _, s := range l.segments {
 			require.Nil(t, s.rmap.Load(), "segment %d still holds a mapping", s.baseOffset)
 		}

@@ -289,10 +289,7 @@ func TestOpenInMemorySharedOptions(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	requireNoErrs(t, errs)
 	require.Len(t, opts, 2, "the caller's slice is left as it was")
 }
 

@@ -626,10 +626,7 @@ func testReaderTailing(t *testing.T, env *storeEnv) {
 		}
 	})
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	requireNoErrs(t, errs)
 	t.Logf("%d records tailed by %d readers in %v", total, tailers, time.Since(start))
 	var sum int64
 	for p := range int32(partitions) {

@@ -668,10 +668,7 @@ func TestReplicationReadersStayBelowHighWatermark(t *testing.T) {
 			}
 		})
 		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
+		requireNoErrs(t, errs)
 		require.Equal(t, int64(total), leader.LogEndOffset())
 		require.Eventually(t, func() bool { return leader.HighWatermark() == total }, repWait, repTick)
 		for _, f := range followers {

@@ -85,10 +85,7 @@ func TestStagedAppendsStress(t *testing.T) {
 		stop.Store(true)
 		rg.Wait()
 		close(acks)
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
+		requireNoErrs(t, errs)
 		t.Logf("fsyncs %d for %d appends", l.fsyncs.Load(), writers*per)
 		require.NoError(t, l.Close())
 		l = openTestLog(t, fsy, dir, cfg)
@@ -215,9 +212,6 @@ func TestReadRecordFileCacheRetention(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
+		requireNoErrs(t, errs)
 	})
 }
