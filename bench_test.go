@@ -177,16 +177,7 @@ func BenchmarkAppend(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.SetBytes(benchRecBytes)
-			b.ReportAllocs()
-			b.ResetTimer()
-			m0 := benchMallocs()
-			for n := 0; n < b.N; n += batch {
-				if err := l.Append(ctx, recs[:min(batch, b.N-n)]...); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			benchReport(b, b.N, benchMallocs()-m0, batch)
+			benchAppendLoop(b, recs, func(rs []*Record) error { return l.Append(ctx, rs...) })
 		})
 	}
 }
@@ -220,11 +211,19 @@ func BenchmarkTopicAppendKeyed(b *testing.B) {
 		payload += len(r.Key) + len(r.Value)
 	}
 	b.SetBytes(int64(payload / batch)) // a record's key and value, on average
+	benchAppendLoop(b, recs, func(rs []*Record) error { return t.Append(ctx, rs...) })
+}
+
+// benchAppendLoop times appending b.N records with appendRecs, in calls of len(recs) records (the
+// last call fewer), and reports records/s and allocations per record.
+func benchAppendLoop(b *testing.B, recs []*Record, appendRecs func([]*Record) error) {
+	b.Helper()
+	batch := len(recs)
 	b.ReportAllocs()
 	b.ResetTimer()
 	m0 := benchMallocs()
 	for n := 0; n < b.N; n += batch {
-		if err := t.Append(ctx, recs[:min(batch, b.N-n)]...); err != nil {
+		if err := appendRecs(recs[:min(batch, b.N-n)]); err != nil {
 			b.Fatal(err)
 		}
 	}
