@@ -114,21 +114,29 @@ func TestSyncFlushesPendingSealedSegments(t *testing.T) {
 	})
 }
 
+// planFlushOfThree stops l's flusher, appends four batches (segments 0, 10, 20 and 30), takes
+// flushMu and plans the flush of the three sealed segments, as the flusher would; the caller
+// unlocks flushMu. It returns the records appended and the plan.
+func planFlushOfThree(t *testing.T, l *Log) ([]*Record, sealedFlush) {
+	t.Helper()
+	stopTestFlusher(l)
+	want := appendBatches(t, l, 4, 10)
+	require.Equal(t, []int64{0, 10, 20, 30}, segmentBases(l))
+	l.flushMu.Lock()
+	f, err := l.planFlush()
+	require.NoError(t, err)
+	require.Equal(t, int64(30), f.target)
+	require.Len(t, f.paths, 9)
+	return want, f
+}
+
 func TestFlushRacingTruncation(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
 		dir := t.TempDir()
 		l := openTestLog(t, fsy, dir, flushTestConfig(SyncNever))
-		stopTestFlusher(l)
-		want := appendBatches(t, l, 4, 10)
-		require.Equal(t, []int64{0, 10, 20, 30}, segmentBases(l))
-
 		// A flush has listed segments 0 to 20 when a truncation cuts segment 10 back to empty
 		// and removes the later ones.
-		l.flushMu.Lock()
-		f, err := l.planFlush()
-		require.NoError(t, err)
-		require.Equal(t, int64(30), f.target)
-		require.Len(t, f.paths, 9)
+		want, f := planFlushOfThree(t, l)
 		require.NoError(t, l.TruncateTo(15))
 		require.Equal(t, int64(10), l.LogEndOffset())
 		require.NoError(t, l.syncFlush(f, nil), "files the truncation removed have nothing to flush")
@@ -140,7 +148,7 @@ func TestFlushRacingTruncation(t *testing.T) {
 
 		// The retry flushes segment 0 only: the recovery point reaches the truncated segment's
 		// base, whose data the truncation synced.
-		retry, err = l.flushSealed(true, nil)
+		retry, err := l.flushSealed(true, nil)
 		require.NoError(t, err)
 		require.False(t, retry)
 		require.Equal(t, int64(10), recoveryPointOf(l))
@@ -160,18 +168,10 @@ func TestFlushRacingRetention(t *testing.T) {
 		cfg.RetentionDuration = time.Hour
 		cfg.FileDeleteDelay = -1 // deleted at once
 		l := openTestLog(t, fsy, dir, cfg)
-		stopTestFlusher(l)
-		want := appendBatches(t, l, 4, 10)
-		require.Equal(t, []int64{0, 10, 20, 30}, segmentBases(l))
-
 		// A flush has listed segments 0 to 20 when retention deletes segments 0 and 10 (their
 		// records are older than an hour at testEpoch+1h+25ms) and checkpoints the log start
 		// offset.
-		l.flushMu.Lock()
-		f, err := l.planFlush()
-		require.NoError(t, err)
-		require.Equal(t, int64(30), f.target)
-		require.Len(t, f.paths, 9)
+		want, f := planFlushOfThree(t, l)
 		n, err := l.ApplyRetention(testEpoch.Add(time.Hour + 25*time.Millisecond))
 		require.NoError(t, err)
 		require.Equal(t, 2, n)
