@@ -24,9 +24,10 @@ var (
 	ErrNoRecordYet = errors.New("commitlog: no record at or after the offset yet")
 
 	// ErrCorrupt is returned when bytes on disk or handed to a raw append are not a valid
-	// RecordBatch v2 (bad length, magic or CRC, records that disagree with their header), and when
-	// a sealed segment holds such a batch in its middle. It never means a torn tail: those are
-	// truncated on open and logged.
+	// RecordBatch v2 (bad length, magic or CRC, records that disagree with their header): reads
+	// of a batch that recovery left in place (any bad batch found after a clean shutdown or below
+	// the recovery point, and everything behind a broken length or magic in the same segment). It
+	// never means a torn tail in the unflushed region: that is truncated on open and logged.
 	ErrCorrupt = errors.New("commitlog: corrupt data")
 
 	// ErrRecordTooLarge is returned when a record or batch is larger than the log's

@@ -36,6 +36,16 @@ func (l *Log) load() error {
 		scanFrom = bases[len(bases)-1]
 	}
 
+	// The recovery rule. Truncation at open is allowed only for a torn tail in the unflushed
+	// region: after an unclean shutdown, a bad batch whose first offset (the previous valid
+	// batch's last offset + 1) is at or past the recovery point, in the active segment, or in a
+	// sealed segment of a log that flushes its rolled segments in the background (see below).
+	// After a clean shutdown nothing is cut (Kafka runs no recovery then: LogLoader finds the
+	// log end from batch headers, LogSegment.readNextOffset), and below the recovery point
+	// nothing is cut either: those bytes were fsynced. Everything else that is bad stays in
+	// place byte for byte, is logged, reads as ErrCorrupt and is listed by verify.
+	var keptActive *segment // an active segment whose framing broke below the recovery point
+	var keptActiveNext int64
 	for i, base := range bases {
 		last := i == len(bases)-1
 		s, err := openSegment(l.fs, l.dir, base, &l.cfg, !last)
@@ -47,7 +57,17 @@ func (l *Log) load() error {
 		// After a crash the active segment is always rescanned whole: its preallocated indexes
 		// hold entries only up to the crash, followed by zeros, which is no corruption.
 		full := unclean && (last || bases[i+1] > scanFrom)
-		rep, err := s.load(full)
+		// Past the recovery point, a sealed segment of a log that flushes rolled segments in
+		// the background (see log_flush.go) may have reached the disk only in part before a
+		// power loss: a bad batch there is a torn write, not corruption. Under SyncAlways a roll
+		// flushes the old segment before the next one exists, so a bad batch in a sealed
+		// segment is corruption whatever the state says.
+		tearable := full && (last || (haveState && l.cfg.Sync != SyncAlways))
+		cutFrom := noCut
+		if tearable {
+			cutFrom = scanFrom
+		}
+		rep, err := s.load(full, cutFrom)
 		if err != nil {
 			return fmt.Errorf("commitlog: load %s: %w", s.path(logSuffix), err)
 		}
@@ -59,53 +79,95 @@ func (l *Log) load() error {
 		if rep.rebuilt != nil {
 			l.logger.Warn("index rebuilt from the log", "segment", s.path(logSuffix), "reason", rep.rebuilt)
 		}
-		if !last && full && haveState && l.cfg.Sync != SyncAlways &&
-			(rep.badPos >= 0 || s.size.Load() == 0) {
-			// Past the recovery point, a sealed segment of a log that flushes rolled segments in
-			// the background (see log_flush.go) may have reached the disk only in part before a
-			// power loss: a bad batch there is a torn write, not corruption, and so is an empty
-			// sealed segment (a roll replaces an empty segment rather than seal it: its bytes
-			// never reached the disk). The log ends there, as Kafka's recovery ends it, and the
-			// later segments, written after the tear, go. A segment that lost whole batches at
-			// its end reads as one that ends short of the next, as a follower's does before a
-			// gap in its leader's offsets: it is kept. Under SyncAlways a roll flushes the old
-			// segment before the next one exists, so a bad batch in a sealed segment is
-			// corruption whatever the state says.
-			if rep.badPos < 0 {
-				rep.badPos = s.size.Load()
-			}
-			if err := l.cutAtTear(s, rep, bases[i+1:]); err != nil {
-				return fmt.Errorf("commitlog: recover %s: %w", s.path(logSuffix), err)
-			}
-			break
+		for _, c := range rep.corrupt {
+			l.logger.Error("corrupt batch left in place; reads of it return ErrCorrupt",
+				"segment", s.path(logSuffix), "position", c.pos, "offset", c.baseOffset, "err", c.cause)
+		}
+		if !last && len(rep.corrupt) > 0 {
+			// The timestamps of a corrupt batch are unknown: OffsetForTime must not skip the
+			// segment because of a largest timestamp taken from the others. In memory only: the
+			// segment is sealed, its time index is not written again. Its offsets run up to the
+			// next segment's base: a corrupt batch's header may claim any of them.
+			s.maxTimestamp = math.MaxInt64
+			s.nextOffset = bases[i+1]
+		}
+		if !last && tearable && rep.badPos < 0 && s.size.Load() == 0 && s.baseOffset >= scanFrom {
+			// An empty sealed segment past the recovery point is a torn write too: a roll
+			// replaces an empty segment rather than seal it, so its bytes never reached the disk.
+			rep.badPos, rep.badOffset, rep.cut, rep.cause = 0, s.baseOffset, true, errors.New("empty sealed segment")
 		}
 		if rep.badPos < 0 {
 			continue
 		}
+		if rep.cut {
+			if !last {
+				// The log ends there, as Kafka's recovery ends it, and the later segments,
+				// written after the tear, go. A segment that lost whole batches at its end reads
+				// as one that ends short of the next, as a follower's does before a gap in its
+				// leader's offsets: it is kept.
+				if err := l.cutAtTear(s, rep, fileSize, bases[i+1:]); err != nil {
+					return fmt.Errorf("commitlog: recover %s: %w", s.path(logSuffix), err)
+				}
+				break
+			}
+			l.logger.Warn("truncating a torn tail written after the recovery point of an unclean shutdown",
+				"segment", s.path(logSuffix), "bytes", fileSize-rep.badPos, "offset", rep.badOffset,
+				"position", rep.badPos, "recovery_point", scanFrom, "err", rep.cause)
+			if err := s.file.Truncate(rep.badPos); err != nil {
+				return fmt.Errorf("commitlog: truncate %s: %w", s.path(logSuffix), err)
+			}
+			if err := s.file.Sync(); err != nil {
+				return fmt.Errorf("commitlog: sync %s: %w", s.path(logSuffix), err)
+			}
+			continue
+		}
+		// Broken framing where nothing may be cut: the rest of the segment cannot be read, and
+		// every byte of it stays. Reads from the bad batch on return ErrCorrupt; the batches
+		// before it stay readable.
+		l.logger.Error("unreadable batch left in place; the rest of the segment reads as ErrCorrupt",
+			"segment", s.path(logSuffix), "position", rep.badPos, "offset", rep.badOffset,
+			"bytes", fileSize-rep.badPos, "err", rep.cause)
+		s.size.Store(fileSize)
 		if !last {
-			// A bad batch inside a sealed segment is corruption, not a torn write: the segment
-			// was flushed before the next one was created. Keep every byte; reads of the bad
-			// batch return ErrCorrupt and the batches around it stay readable.
-			l.logger.Error("corrupt batch in a sealed segment; left in place",
-				"segment", s.path(logSuffix), "position", rep.badPos, "err", rep.cause)
-			s.size.Store(fileSize)
 			s.nextOffset = bases[i+1]
-			// The timestamps of the batches from the bad one on are unknown: OffsetForTime must
-			// not skip the segment because of a largest timestamp taken from those before it.
-			// In memory only: the segment is sealed, its time index is not written again.
 			s.maxTimestamp = math.MaxInt64
 			continue
 		}
-		l.logger.Warn("truncating torn tail", "segment", s.path(logSuffix),
-			"position", rep.badPos, "bytes", fileSize-rep.badPos, "err", rep.cause)
-		if err := s.file.Truncate(rep.badPos); err != nil {
-			return fmt.Errorf("commitlog: truncate %s: %w", s.path(logSuffix), err)
+		// The active segment: appends after its kept bytes would be unreachable behind them, and
+		// a later recovery could take them for a torn tail. It is sealed and the log goes on in a
+		// new active segment. Its base offset must not reuse an offset the kept bytes may hold
+		// below the recovery point, those bytes having been flushed and acknowledged: so it is
+		// past the last offset read from the segment (valid batches, and corrupt ones' headers)
+		// and at least the recovery point when that lies in this segment (after a clean shutdown
+		// the recovery point is the log end offset at Close, so the log resumes exactly where it
+		// ended). Offsets past the recovery point in bytes that cannot be parsed are unknowable;
+		// a segment's base offset is always above the segment's own.
+		next := max(s.nextOffset, s.baseOffset+1)
+		if haveState && st.recoveryPoint >= s.baseOffset {
+			next = max(next, st.recoveryPoint)
 		}
-		if err := s.file.Sync(); err != nil {
-			return fmt.Errorf("commitlog: sync %s: %w", s.path(logSuffix), err)
-		}
+		keptActive, keptActiveNext = s, next
 	}
 
+	if keptActive != nil {
+		if err := keptActive.seal(); err != nil {
+			return fmt.Errorf("commitlog: seal %s: %w", keptActive.path(logSuffix), err)
+		}
+		// After the seal wrote its final time index entry: the timestamps of the unreadable
+		// bytes are unknown (see the sealed case above).
+		keptActive.maxTimestamp = math.MaxInt64
+		keptActive.nextOffset = keptActiveNext
+		s, err := createSegment(l.fs, l.dir, keptActiveNext, &l.cfg, false)
+		if err != nil {
+			return err
+		}
+		l.segments = append(l.segments, s)
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
+		l.logger.Warn("log continues in a new segment after the unreadable one",
+			"segment", s.path(logSuffix), "base_offset", keptActiveNext)
+	}
 	if len(l.segments) == 0 {
 		// An empty log, or one whose every segment was deleted by retention: numbering resumes
 		// at the checkpointed log start offset, never at 0 again.
@@ -141,12 +203,13 @@ func (l *Log) load() error {
 	return l.writeState(logState{logStartOffset: l.logStartOffset, recoveryPoint: l.recoveryPoint})
 }
 
-// cutAtTear ends the log at a torn batch found at rep.badPos in s, a sealed segment past the
-// recovery point: s is cut there and becomes the active segment, and the files of the segments
-// after it (base offsets later, not opened) are deleted.
-func (l *Log) cutAtTear(s *segment, rep loadReport, later []int64) error {
-	l.logger.Warn("torn batch in a segment written after the recovery point; the log ends there",
-		"segment", s.path(logSuffix), "position", rep.badPos, "segments_deleted", len(later), "err", rep.cause)
+// cutAtTear ends the log at a torn batch found at rep.badPos in s, a sealed segment, whose first
+// offset is at or past the recovery point: s is cut there and becomes the active segment, and the
+// files of the segments after it (base offsets later, not opened) are deleted.
+func (l *Log) cutAtTear(s *segment, rep loadReport, fileSize int64, later []int64) error {
+	l.logger.Warn("torn batch in a segment written after the recovery point of an unclean shutdown; the log ends there",
+		"segment", s.path(logSuffix), "bytes", fileSize-rep.badPos, "offset", rep.badOffset, "position", rep.badPos,
+		"segments_deleted", later, "err", rep.cause)
 	if err := s.truncate(rep.badPos); err != nil {
 		return err
 	}

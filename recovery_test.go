@@ -477,9 +477,10 @@ func TestBitFlipInSealedSegment(t *testing.T) {
 }
 
 func TestLengthFieldsNeverPanicNorAllocate(t *testing.T) {
-	// A length field set to a huge or tiny value: in the last batch of the active segment (a torn
-	// tail: cut off on open), or in the middle batch of the first, sealed, segment (corruption:
-	// left in place, reads of it fail). Opening and reading allocate little whatever it says.
+	// A length field set to a huge or tiny value: in the last batch of the active segment (after a
+	// crash, past the recovery point, a torn tail: cut off on open; after a clean close, kept), or
+	// in the middle batch of the first, sealed, segment (corruption: left in place, reads of it
+	// fail). Opening and reading allocate little whatever it says.
 	lengths := []struct {
 		name   string
 		length func(fileSize, pos int64) uint32
@@ -537,6 +538,26 @@ func TestLengthFieldsNeverPanicNorAllocate(t *testing.T) {
 					t.Logf("opening, %d reads and closing allocated %d bytes", leo, alloc)
 					require.Less(t, alloc, uint64(4<<20), "bytes allocated opening and reading")
 
+					if place.base == 60 && !place.unclean {
+						// After a clean shutdown nothing is cut: the bytes stay, the rest of
+						// the segment reads as ErrCorrupt, and the log goes on in a new
+						// segment at the log end offset of the Close.
+						require.Equal(t, int64(90), leo)
+						require.Equal(t, 3*b, fsFileSize(t, fsy, file))
+						for off, err := range readErrs {
+							if int64(off) >= badFirst {
+								require.ErrorIs(t, err, ErrCorrupt, "offset %d", off)
+								require.Contains(t, err.Error(), fmt.Sprintf("%s position %d (offset %d)", file, pos, off))
+								continue
+							}
+							require.NoError(t, err, "offset %d", off)
+						}
+						require.ErrorIs(t, timeErr, ErrCorrupt)
+						l = openTestLog(t, fsy, dir, cfg)
+						require.Equal(t, []int64{0, 30, 60, 90}, segmentBases(l))
+						require.Equal(t, int64(90), l.LogEndOffset())
+						return
+					}
 					if place.base == 60 {
 						require.Equal(t, badFirst, leo, "the torn tail is cut")
 						require.Equal(t, pos, fsFileSize(t, fsy, file))

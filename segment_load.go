@@ -15,15 +15,37 @@ import (
 // scanChunk is the read-ahead of recovery scans: large, since they read everything.
 const scanChunk = 1 << 20
 
+// noCut is the cutFrom of a scan that may truncate nothing: every bad batch stays in place.
+const noCut = int64(math.MaxInt64)
+
 // loadReport says how loading a segment went, for the log to act on and to log.
 type loadReport struct {
-	// badPos is the position of the first invalid batch, or -1 when every byte up to the end
-	// of the file is whole batches.
+	// badPos is the position where the scan stopped: at a batch whose framing is broken (a
+	// length out of bounds or past the end of the file, a magic other than 2, offsets not
+	// increasing), after which nothing of the segment can be read, or at the first bad batch of
+	// any kind whose first offset is at or past the scan's cutFrom (then cut is set). -1 when
+	// the scan reached the end of the file.
 	badPos int64
+	// badOffset is the first offset the bytes at badPos could hold: the last offset + 1 of the
+	// valid batch before them, or the segment's base offset when none was scanned before them.
+	badOffset int64
 	// cause says what was wrong at badPos.
 	cause error
+	// cut says the bytes from badPos on may be truncated: a torn tail in the unflushed region.
+	cut bool
+	// corrupt lists the batches whose framing was whole but whose CRC or records failed: the
+	// scan walked over them by their length and went on; they stay in place, byte for byte,
+	// and reads of them return ErrCorrupt.
+	corrupt []corruptBatch
 	// rebuilt is set when an index was rebuilt from the log, and why.
 	rebuilt error
+}
+
+// corruptBatch is a batch that recovery walked over and left in place.
+type corruptBatch struct {
+	pos        int64
+	baseOffset int64 // from the header (not covered by the CRC, but above the previous batch's)
+	cause      error
 }
 
 // load recovers the in-memory state of a segment opened with openSegment and brings its indexes
@@ -33,10 +55,13 @@ type loadReport struct {
 // both indexes from a scan of every batch. Otherwise it trusts the batches before the last
 // offset index entry and scans from there; if either index fails its check (missing, a size
 // that is not whole entries, out of order, pointing past the data) it falls back to the full
-// rebuild. The scan stops at the first batch with a bad length, magic or CRC, or a base offset
-// not above the previous batch's last offset; load reports that position and leaves the file
-// alone: truncating is the log's decision.
-func (s *segment) load(full bool) (loadReport, error) {
+// rebuild. A batch whose CRC (or records) fails but whose framing is whole is walked over by its
+// length and reported in corrupt; the scan stops at a batch whose framing is broken (length,
+// magic, base offset not above the previous batch's last offset), and, when cutFrom is not
+// noCut, at the first bad batch of either kind whose first offset is >= cutFrom (the recovery
+// point of an unclean shutdown: bytes there were never known to be flushed). load reports the
+// position and leaves the file alone: truncating, or keeping, is the log's decision.
+func (s *segment) load(full bool, cutFrom int64) (loadReport, error) {
 	rep := loadReport{badPos: -1}
 	if err := s.openIndexes(!s.sealed); err != nil {
 		// A sealed segment's missing index is rebuilt like a corrupt one (an active segment's
@@ -60,7 +85,7 @@ func (s *segment) load(full bool) (loadReport, error) {
 		}
 	}
 	if !full {
-		r, err := s.scanTail()
+		r, err := s.scanTail(cutFrom)
 		if err != nil {
 			return rep, err
 		}
@@ -74,8 +99,11 @@ func (s *segment) load(full bool) (loadReport, error) {
 			if _, pos, ok := s.offsetIdx.LastEntry(); ok && pos >= r.badPos {
 				full = true
 			} else {
-				rep.badPos, rep.cause = r.badPos, r.cause
+				rep.badPos, rep.badOffset, rep.cause, rep.cut = r.badPos, r.badOffset, r.cause, r.cut
 			}
+		}
+		if !full {
+			rep.corrupt = r.corrupt
 		}
 	}
 	if full {
@@ -92,11 +120,11 @@ func (s *segment) load(full bool) (loadReport, error) {
 			return rep, err
 		}
 		s.size.Store(size)
-		r, err := s.rebuild()
+		r, err := s.rebuildCut(cutFrom)
 		if err != nil {
 			return rep, err
 		}
-		rep.badPos, rep.cause = r.badPos, r.cause
+		rep.badPos, rep.badOffset, rep.cause, rep.cut, rep.corrupt = r.badPos, r.badOffset, r.cause, r.cut, r.corrupt
 		if s.sealed {
 			s.sealed = false
 			if err := s.seal(); err != nil {
@@ -120,20 +148,23 @@ func (s *segment) recreateIndexes() error {
 	return s.openIndexes(true)
 }
 
-// rebuild empties both indexes and scans every batch from position 0.
-func (s *segment) rebuild() (loadReport, error) {
+// rebuild empties both indexes and scans every batch from position 0, cutting nothing.
+func (s *segment) rebuild() (loadReport, error) { return s.rebuildCut(noCut) }
+
+// rebuildCut is rebuild with the cutFrom of load.
+func (s *segment) rebuildCut(cutFrom int64) (loadReport, error) {
 	s.offsetIdx.Reset()
 	s.timeIdx.Reset()
 	s.nextOffset = s.baseOffset
 	s.maxTimestamp, s.offsetOfMaxTimestamp, s.rollTimestamp = -1, -1, -1
 	s.bytesSinceIndex = 0
-	return s.scanFrom(0)
+	return s.scanFrom(0, cutFrom)
 }
 
 // scanTail restores the in-memory state from the indexes and scans the batches after the last
 // offset index entry. With the entry at (o, p), the batch at p is the one the entry was written
 // for, so bytesSinceIndex restarts at 0 there, exactly as when it was first appended.
-func (s *segment) scanTail() (loadReport, error) {
+func (s *segment) scanTail(cutFrom int64) (loadReport, error) {
 	var start int64
 	if _, pos, ok := s.offsetIdx.LastEntry(); ok {
 		start = pos
@@ -148,22 +179,27 @@ func (s *segment) scanTail() (loadReport, error) {
 	}
 	s.bytesSinceIndex = 0
 	s.nextOffset = s.baseOffset
-	return s.scanFrom(start)
+	return s.scanFrom(start, cutFrom)
 }
 
-// scanFrom walks the batches from pos to the end of the file, indexing each valid one, and
-// stops at the first invalid one. s.size ends as the position after the last valid batch.
-func (s *segment) scanFrom(pos int64) (loadReport, error) {
+// scanFrom walks the batches from pos to the end of the file, indexing each valid one. A batch
+// whose framing is whole (length within bounds and inside the file, magic 2, base offset above
+// the previous batch's) but whose CRC or records fail is walked over by its length, as Kafka's
+// LogSegment.readNextOffset walks batch headers, and listed in the report's corrupt; the walk
+// stops at a batch whose framing is broken, and at the first bad batch of either kind whose
+// first offset (the previous valid batch's last offset + 1) is >= cutFrom. s.size ends as the
+// position where the walk stopped; s.nextOffset as one past the last offset of the valid
+// batches and of the corrupt ones' headers (a later append must not reuse an offset a corrupt
+// batch may hold).
+func (s *segment) scanFrom(pos, cutFrom int64) (loadReport, error) {
 	rep := loadReport{badPos: -1}
 	limit := s.size.Load()
 	sc := newScanner(s.file, pos, limit, s.maxBatchSize(), scanChunk, nil)
+	lastCorruptBase, claimedNext := int64(-1), int64(-1)
 	for {
 		h, err := sc.header()
 		if errors.Is(err, io.EOF) {
 			break
-		}
-		if err == nil {
-			_, err = sc.batch(h)
 		}
 		if err == nil {
 			// Offsets only grow; gaps are legal (Kafka's compaction leaves them).
@@ -172,18 +208,34 @@ func (s *segment) scanFrom(pos int64) (loadReport, error) {
 				err = fmt.Errorf("%w: base offset %d below the segment's %d", recordbatch.ErrCorrupt, h.BaseOffset, s.baseOffset)
 			case h.BaseOffset < s.nextOffset:
 				err = fmt.Errorf("%w: base offset %d not above the previous last offset %d", recordbatch.ErrCorrupt, h.BaseOffset, s.nextOffset-1)
+			case h.BaseOffset <= lastCorruptBase:
+				err = fmt.Errorf("%w: base offset %d not above the previous batch's %d", recordbatch.ErrCorrupt, h.BaseOffset, lastCorruptBase)
 			case h.LastOffset()-s.baseOffset > math.MaxInt32:
 				// The indexes hold offsets relative to the base offset in 31 bits (Kafka's
 				// LogSegment rejects such a batch too): no segment ever written holds it.
 				err = fmt.Errorf("%w: last offset %d more than 2^31-1 above the segment's base offset %d", recordbatch.ErrCorrupt, h.LastOffset(), s.baseOffset)
 			}
 		}
+		framed := err == nil
+		if err == nil {
+			_, err = sc.batch(h)
+		}
 		if err != nil {
 			if !errors.Is(err, recordbatch.ErrCorrupt) && !errors.Is(err, recordbatch.ErrShort) && !errors.Is(err, io.ErrUnexpectedEOF) {
 				return rep, err
 			}
-			rep.badPos, rep.cause = sc.pos, err
-			break
+			first := s.nextOffset
+			if first >= cutFrom || !framed {
+				rep.badPos, rep.badOffset, rep.cause, rep.cut = sc.pos, first, err, first >= cutFrom
+				break
+			}
+			// Whole framing, bad contents: left in place, walked over.
+			rep.corrupt = append(rep.corrupt, corruptBatch{pos: sc.pos, baseOffset: h.BaseOffset, cause: err})
+			lastCorruptBase = h.BaseOffset
+			claimedNext = max(claimedNext, h.LastOffset()+1)
+			s.bytesSinceIndex += h.Size()
+			sc.skip(h)
+			continue
 		}
 		if err := s.indexLoaded(batchInfo{position: sc.pos, size: h.Size(), lastOffset: h.LastOffset(), maxTimestamp: h.MaxTimestamp}); err != nil {
 			return rep, err
@@ -191,6 +243,7 @@ func (s *segment) scanFrom(pos int64) (loadReport, error) {
 		sc.skip(h)
 	}
 	s.size.Store(sc.pos)
+	s.nextOffset = max(s.nextOffset, claimedNext)
 	return rep, nil
 }
 

@@ -1,0 +1,243 @@
+package commitlog
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/commitlog-go/commitlog/internal/fsys"
+)
+
+// TestRecoveryRule: truncation at open happens only for a torn tail in the unflushed region
+// (after an unclean shutdown, from a bad batch whose first offset is at or past the recovery
+// point; in a folder without state, as from a Kafka broker, the recovery point counts as the last
+// segment's base offset). After a clean shutdown, and below the recovery point, every bad byte
+// stays where it is: a batch with a bad CRC is walked over, a broken framing makes the rest of
+// its segment unreadable but kept, and the log goes on in a new segment.
+//
+// The log: segments [0,30) and [30,60), three batches of 10 records of size b each; the damage
+// is in the active segment (base 30), whose batches are at positions 0, b and 2b.
+func TestRecoveryRule(t *testing.T) {
+	type outcome struct {
+		size        func(b int64) int64 // of the damaged .log after the reopen
+		leo         int64
+		bases       []int64
+		corruptFrom int64               // first offset that reads as ErrCorrupt (-1: none)
+		corruptTo   int64               // offsets [corruptFrom, corruptTo) read as ErrCorrupt
+		corruptPos  func(b int64) int64 // the position named by their errors
+		logged      string              // message of the log record saying what recovery did
+	}
+	damages := []struct {
+		name   string
+		damage func(t *testing.T, fsy fsys.FS, log string, b int64)
+		keep   outcome // after a clean shutdown, or below the recovery point
+		cut    outcome // past the recovery point of an unclean shutdown, or without state
+	}{
+		{
+			name: "CRC flip in the first batch of the active segment",
+			damage: func(t *testing.T, fsy fsys.FS, log string, b int64) {
+				flipByte(t, fsy, log, 17)
+			},
+			keep: outcome{size: func(b int64) int64 { return 3 * b }, leo: 60, bases: []int64{0, 30},
+				corruptFrom: 30, corruptTo: 40, corruptPos: func(int64) int64 { return 0 },
+				logged: "corrupt batch left in place; reads of it return ErrCorrupt"},
+			cut: outcome{size: func(int64) int64 { return 0 }, leo: 30, bases: []int64{0, 30},
+				corruptFrom: -1, logged: "truncating a torn tail written after the recovery point of an unclean shutdown"},
+		},
+		{
+			name: "CRC flip in a middle batch",
+			damage: func(t *testing.T, fsy fsys.FS, log string, b int64) {
+				flipByte(t, fsy, log, b+17)
+			},
+			keep: outcome{size: func(b int64) int64 { return 3 * b }, leo: 60, bases: []int64{0, 30},
+				corruptFrom: 40, corruptTo: 50, corruptPos: func(b int64) int64 { return b },
+				logged: "corrupt batch left in place; reads of it return ErrCorrupt"},
+			cut: outcome{size: func(b int64) int64 { return b }, leo: 40, bases: []int64{0, 30},
+				corruptFrom: -1, logged: "truncating a torn tail written after the recovery point of an unclean shutdown"},
+		},
+		{
+			name: "broken length field of a middle batch",
+			damage: func(t *testing.T, fsy fsys.FS, log string, b int64) {
+				seg := fsReadFile(t, fsy, log)
+				fsPatch(t, fsy, log, b+8, []byte{seg[b+8] ^ 0x80})
+			},
+			keep: outcome{size: func(b int64) int64 { return 3 * b }, leo: 60, bases: []int64{0, 30, 60},
+				corruptFrom: 40, corruptTo: 60, corruptPos: func(b int64) int64 { return b },
+				logged: "unreadable batch left in place; the rest of the segment reads as ErrCorrupt"},
+			cut: outcome{size: func(b int64) int64 { return b }, leo: 40, bases: []int64{0, 30},
+				corruptFrom: -1, logged: "truncating a torn tail written after the recovery point of an unclean shutdown"},
+		},
+		{
+			name: "torn last batch",
+			damage: func(t *testing.T, fsy fsys.FS, log string, b int64) {
+				fsTruncate(t, fsy, log, 2*b+b/2)
+			},
+			keep: outcome{size: func(b int64) int64 { return 2*b + b/2 }, leo: 60, bases: []int64{0, 30, 60},
+				corruptFrom: 50, corruptTo: 60, corruptPos: func(b int64) int64 { return 2 * b },
+				logged: "unreadable batch left in place; the rest of the segment reads as ErrCorrupt"},
+			cut: outcome{size: func(b int64) int64 { return 2 * b }, leo: 50, bases: []int64{0, 30},
+				corruptFrom: -1, logged: "truncating a torn tail written after the recovery point of an unclean shutdown"},
+		},
+	}
+	// How the log was left. Each returns the folder to reopen.
+	states := []struct {
+		name string
+		cut  bool
+		set  func(t *testing.T, fsy fsys.FS, l *Log, dir string) string
+	}{
+		{"clean close", false, func(t *testing.T, fsy fsys.FS, l *Log, dir string) string {
+			require.NoError(t, l.Close())
+			st := readTestState(t, fsy, dir)
+			require.Equal(t, logState{recoveryPoint: 60, clean: true}, st)
+			return dir
+		}},
+		{"unclean, damage below the recovery point", false, func(t *testing.T, fsy fsys.FS, l *Log, dir string) string {
+			crash := filepath.Join(t.TempDir(), "crash")
+			crashCopy(t, fsy, dir, crash)
+			require.NoError(t, l.Close())
+			writeTestState(t, fsy, crash, logState{recoveryPoint: 60})
+			return crash
+		}},
+		{"unclean, damage past the recovery point", true, func(t *testing.T, fsy fsys.FS, l *Log, dir string) string {
+			crash := filepath.Join(t.TempDir(), "crash")
+			crashCopy(t, fsy, dir, crash)
+			require.NoError(t, l.Close())
+			// The roll to segment 30 checkpointed its base offset as the recovery point.
+			require.Equal(t, logState{recoveryPoint: 30}, readTestState(t, fsy, crash))
+			return crash
+		}},
+		{"folder from a Kafka broker, without state", true, func(t *testing.T, fsy fsys.FS, l *Log, dir string) string {
+			require.NoError(t, l.Close())
+			require.NoError(t, fsy.Remove(filepath.Join(dir, stateFileName)))
+			return dir
+		}},
+	}
+	for _, d := range damages {
+		for _, st := range states {
+			t.Run(d.name+", "+st.name, func(t *testing.T) {
+				forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+					want := d.keep
+					if st.cut {
+						want = d.cut
+					}
+					cfg, recs, b := twoSegmentLogOpen(t, fsy, t.TempDir())
+					dir := st.set(t, fsy, recs.log, recs.dir)
+					logFile := segPath(dir, 30, logSuffix)
+					d.damage(t, fsy, logFile, b)
+
+					var logs lockedBuffer
+					l := openTestLog(t, fsy, dir, cfg, WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+					size, pos := want.size(b), int64(-1)
+					if want.corruptPos != nil {
+						pos = want.corruptPos(b)
+					}
+					require.Equal(t, size, fsFileSize(t, fsy, logFile))
+					require.Equal(t, want.leo, l.LogEndOffset())
+					require.Equal(t, want.bases, segmentBases(l))
+					requireRecoveredReads(t, l, recs.want, want.leo, logFile, want.corruptFrom, want.corruptTo, pos)
+					level := "ERROR"
+					if st.cut {
+						level = "WARN"
+					}
+					requireLogged(t, &logs, level, want.logged)
+
+					// A later append lands at the log end offset, and a second reopen changes
+					// nothing of what the first kept.
+					more := workloadRecords(int(want.leo), 1)
+					require.NoError(t, l.Append(context.Background(), more...))
+					require.Equal(t, want.leo, more[0].Offset)
+					appended, err := l.ReadBatches(nil, want.leo, math.MaxInt32)
+					require.NoError(t, err)
+					require.NoError(t, l.Close())
+					if len(want.bases) == 2 && size+int64(len(appended)) <= cfg.SegmentBytes {
+						size += int64(len(appended)) // the append went into the damaged segment
+					}
+					all := append(recs.want[:want.leo:want.leo], withOffsets(workloadRecords(int(want.leo), 1), want.leo)...)
+					l = openTestLog(t, fsy, dir, cfg)
+					require.Equal(t, size, fsFileSize(t, fsy, logFile))
+					require.Equal(t, want.leo+1, l.LogEndOffset())
+					requireRecoveredReads(t, l, all, want.leo+1, logFile, want.corruptFrom, want.corruptTo, pos)
+				})
+			})
+		}
+	}
+}
+
+// openLogRecords is an open log and the records appended to it.
+type openLogRecords struct {
+	log  *Log
+	dir  string
+	want []*Record
+}
+
+// twoSegmentLogOpen writes segments [0,30) and [30,60) of three batches of 10 workload records
+// each, all of size b, into dir and returns the log still open. No offset index entries are
+// written (index.interval.bytes above the segment size), so that a clean open scans the active
+// segment from its first batch.
+func twoSegmentLogOpen(t *testing.T, fsy fsys.FS, dir string) (LogConfig, openLogRecords, int64) {
+	t.Helper()
+	probe := openTestLog(t, fsy, t.TempDir(), baseConfig())
+	appendBatches(t, probe, 1, 10)
+	b := probe.Size()
+	require.NoError(t, probe.Close())
+
+	cfg := baseConfig()
+	cfg.Sync = SyncAlways
+	cfg.SegmentBytes = 3 * b
+	cfg.IndexIntervalBytes = 1 << 20
+	l := openTestLog(t, fsy, dir, cfg)
+	want := appendBatches(t, l, 6, 10)
+	require.Equal(t, []int64{0, 30}, segmentBases(l))
+	require.Equal(t, 3*b, fsFileSize(t, fsy, segPath(dir, 30, logSuffix)))
+	return cfg, openLogRecords{log: l, dir: dir, want: want}, b
+}
+
+// flipByte flips the low bit of the byte at pos of name.
+func flipByte(t *testing.T, fsy fsys.FS, name string, pos int64) {
+	t.Helper()
+	seg := fsReadFile(t, fsy, name)
+	fsPatch(t, fsy, name, pos, []byte{seg[pos] ^ 0x01})
+}
+
+// requireRecoveredReads reads every offset below 60 and leo one record at a time: offsets in
+// [corruptFrom, corruptTo) return ErrCorrupt naming file, position pos and the offset; the others
+// below leo return want's records; offsets at or past leo (and below 60) are the log end (nothing)
+// or out of range.
+func requireRecoveredReads(t *testing.T, l *Log, want []*Record, leo int64, file string, corruptFrom, corruptTo, pos int64) {
+	t.Helper()
+	for off := int64(0); off < max(60, leo); off++ {
+		recs, err := l.ReadRecords(off, 1)
+		switch {
+		case off >= corruptFrom && off < corruptTo:
+			require.ErrorIs(t, err, ErrCorrupt, "offset %d", off)
+			require.Contains(t, err.Error(), file, "offset %d", off)
+			require.Contains(t, err.Error(), fmt.Sprintf("position %d (offset %d)", pos, off))
+		case off < leo:
+			require.NoError(t, err, "offset %d", off)
+			require.NotEmpty(t, recs, "offset %d", off)
+			requireSameRecords(t, want[off:off+int64(len(recs))], recs)
+		case off == leo:
+			require.NoError(t, err)
+			require.Empty(t, recs)
+		default:
+			require.ErrorIs(t, err, ErrOffsetOutOfRange, "offset %d", off)
+		}
+	}
+}
+
+// requireLogged checks that a log record with message msg was written at level.
+func requireLogged(t *testing.T, logs *lockedBuffer, level, msg string) {
+	t.Helper()
+	for _, r := range logs.records(t) {
+		if r["msg"] == msg {
+			require.Equal(t, level, r["level"], msg)
+			return
+		}
+	}
+	require.Failf(t, "not logged", "no log record %q in %s", msg, logs.buf.String())
+}
