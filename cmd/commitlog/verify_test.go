@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -76,5 +77,62 @@ func TestVerifyFindsIndexAndStateProblems(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "is not the start of a batch") || !strings.Contains(r.stdout, "above every record's") {
 		t.Errorf("problems do not say what is wrong:\n%s", r.stdout)
+	}
+}
+
+// TestOpenKeepsWhatVerifyReports: a flipped byte in the CRC of a batch of the active segment,
+// then the read-only topics command (which opens the store, and so recovers it): the
+// .log is unchanged byte for byte, and verify afterwards reports the batch, one line naming file,
+// position and offset, exit 1.
+func TestOpenKeepsWhatVerifyReports(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	var in strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&in, "k%d,%d,%s\n", i%7, 978307260000+int64(i)*60_000, strings.Repeat("v", 40))
+	}
+	mustCLI(t, strings.NewReader("key,ts,v\n"+in.String()), "--dir", dir, "produce", "--topic", "v",
+		"--format", "csv", "--key-field", "key", "--time-field", "ts", "--segment-bytes", "16KiB", "--batch-records", "50")
+	logs, err := filepath.Glob(filepath.Join(dir, "v-0", "*.log"))
+	if err != nil || len(logs) < 2 {
+		t.Fatalf("segments %v: %v; want at least 2", logs, err)
+	}
+	active := logs[len(logs)-1] // names sort by base offset
+	data, err := os.ReadFile(active)
+	if err != nil || len(data) < 100 {
+		t.Fatalf("%s: %d bytes: %v", active, len(data), err)
+	}
+	// The batch a clean open scans from: the one the last offset index entry points at (the
+	// first batch when the index is empty).
+	var pos int64
+	if idx, err := os.ReadFile(strings.TrimSuffix(active, ".log") + ".index"); err != nil {
+		t.Fatal(err)
+	} else if len(idx) >= 8 {
+		pos = int64(binary.BigEndian.Uint32(idx[len(idx)-4:]))
+	}
+	offset := int64(binary.BigEndian.Uint64(data[pos:]))
+	data[pos+17] ^= 0x01 // its CRC
+	if err := os.WriteFile(active, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	if r := cli(t, nil, "--dir", dir, "topics"); r.code != 0 {
+		t.Fatalf("topics: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	after, err := os.ReadFile(active)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(after, data) {
+		t.Fatalf("opening the store changed %s: %d bytes, were %d", active, len(after), len(data))
+	}
+
+	r := cli(t, nil, "--dir", dir, "verify")
+	if r.code != 1 {
+		t.Fatalf("verify: exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	lines := outLines(r.stdout)
+	want := fmt.Sprintf("%s: position %d, offset %d: ", active, pos, offset)
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], want) || !strings.Contains(lines[0], "CRC") {
+		t.Fatalf("verify found:\n%s\nwant one line beginning %q that names the CRC", r.stdout, want)
 	}
 }
