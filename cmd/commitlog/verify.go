@@ -29,7 +29,9 @@ offsets increasing within and across segments), each .index entry (increasing, p
 start of a batch that holds its offset, inside the data) and each .timeindex entry (increasing,
 offsets inside the segment, no timestamp above the records'), and the store's checksummed state
 files. Preallocated, unused index space (entries of zeros at the end) is not a problem; an
-incomplete batch at the end of a segment is (a write cut short: opening the log truncates it).
+incomplete batch at the end of a segment is (a write cut short: opening the log truncates it
+only when it lies past the recovery point of an unclean shutdown, and keeps it otherwise, as it
+keeps every other bad batch for verify to report).
 
 Files are only read: verify may run on a store another process has open, though what that
 process is writing may show as an incomplete batch.
@@ -271,7 +273,7 @@ func (v *verifier) segment(path string, base int64, last bool, prevLast int64) (
 			what := ev.err.Error()
 			switch {
 			case ev.torn && last:
-				what += " (a write cut short at the end of the log; opening the log truncates it)"
+				what += " (a write cut short at the end of the log; opening the log truncates it when past the recovery point of an unclean shutdown)"
 			case ev.torn:
 				what += " (in a sealed segment)"
 			case !ev.whole || !ev.crcOK:
