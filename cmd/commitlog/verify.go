@@ -33,6 +33,16 @@ incomplete batch at the end of a segment is (a write cut short: opening the log 
 only when it lies past the recovery point of an unclean shutdown, and keeps it otherwise, as it
 keeps every other bad batch for verify to report).
 
+Offsets missing between segments are reported when it is clear that a segment file is gone:
+Kafka allows a segment to end short of the next one's base offset (compaction removes records,
+and a follower copies its leader's gaps), so a gap is reported only in a partition where nothing
+shows compaction: every batch holds one record per offset of its range, each batch of a segment
+starts right after the one before, every segment's first batch starts at its base offset, and
+the segment before the gap is undamaged. Offsets missing at the start are reported when the first
+segment's base offset is above the log start offset checkpointed in commitlog-state (retention
+moves that offset before it deletes a segment, so a segment below it may remain, never the
+reverse).
+
 Files are only read: verify may run on a store another process has open, though what that
 process is writing may show as an incomplete batch.
 
@@ -189,6 +199,9 @@ type segmentInfo struct {
 	starts     map[int64]*batchInfo
 	damaged    bool  // some region could not be read as batches
 	lastOffset int64 // of the last valid batch; base-1 when none
+	// holes is set when a batch shows what compaction leaves: a record count below its offset
+	// range, a batch not starting right after the previous one, a first batch above the base.
+	holes bool
 }
 
 type batchInfo struct {
@@ -206,11 +219,16 @@ func (v *verifier) partition(dir string) error {
 		return err
 	}
 	var bases []int64
+	logStart := int64(-1) // from commitlog-state, when it has one
 	for _, e := range entries {
 		name := e.Name()
 		if name == "commitlog-state" {
-			if _, err := v.checkpointFile(filepath.Join(dir, name)); err != nil {
+			b, err := v.checkpointFile(filepath.Join(dir, name))
+			if err != nil {
 				return err
+			}
+			if _, err := fmt.Sscanf(string(b), "log-start-offset %d\n", &logStart); err != nil || logStart < 0 {
+				logStart = -1
 			}
 			continue
 		}
@@ -226,6 +244,7 @@ func (v *verifier) partition(dir string) error {
 	}
 	slices.Sort(bases)
 	prevLast := int64(-1)
+	var segs []*segmentInfo
 	for i, base := range bases {
 		path := filepath.Join(dir, fmt.Sprintf("%020d%s", base, logSuffix))
 		if base <= prevLast {
@@ -238,6 +257,7 @@ func (v *verifier) partition(dir string) error {
 		if seg.lastOffset >= base {
 			prevLast = seg.lastOffset
 		}
+		segs = append(segs, seg)
 		if err := v.offsetIndex(seg); err != nil {
 			return err
 		}
@@ -245,7 +265,35 @@ func (v *verifier) partition(dir string) error {
 			return err
 		}
 	}
+	v.missingSegments(dir, segs, logStart)
 	return nil
+}
+
+// missingSegments reports offsets that lie in no segment where a segment file is clearly gone
+// (see the command's help): before the first segment, against the checkpointed log start offset
+// logStart (-1 when unknown); between two segments, in a partition without a trace of compaction.
+func (v *verifier) missingSegments(dir string, segs []*segmentInfo, logStart int64) {
+	if logStart >= 0 && len(segs) == 0 {
+		v.report(problem{file: filepath.Join(dir, "commitlog-state"), offset: logStart,
+			what: fmt.Sprintf("no segment file, though the log start offset is %d: every segment is missing", logStart)})
+	}
+	if logStart >= 0 && len(segs) > 0 && segs[0].base > logStart {
+		v.report(problem{file: segs[0].path, offset: logStart,
+			what: fmt.Sprintf("offsets %d to %d are in no segment: the log start offset in commitlog-state is %d, below this first segment's base offset %d (a segment file is missing)",
+				logStart, segs[0].base-1, logStart, segs[0].base)})
+	}
+	if slices.ContainsFunc(segs, func(s *segmentInfo) bool { return s.holes }) {
+		return // compaction, or a follower's copy of it, explains gaps
+	}
+	for i := 1; i < len(segs); i++ {
+		prev, next := segs[i-1], segs[i]
+		if prev.damaged || len(prev.batches) == 0 || prev.lastOffset+1 >= next.base {
+			continue
+		}
+		v.report(problem{file: next.path, offset: prev.lastOffset + 1,
+			what: fmt.Sprintf("offsets %d to %d are in no segment: a segment file is missing between %s and this one (no batch of the partition shows the holes that compaction leaves)",
+				prev.lastOffset+1, next.base-1, filepath.Base(prev.path))})
+	}
 }
 
 // segment checks a .log file batch by batch.
@@ -293,6 +341,11 @@ func (v *verifier) segment(path string, base int64, last bool, prevLast int64) (
 			v.report(problem{file: path, pos: ev.pos, offset: h.BaseOffset, what: fmt.Sprintf("base offset %d is below the segment's base offset %d", h.BaseOffset, base)})
 		case h.BaseOffset <= prev:
 			v.report(problem{file: path, pos: ev.pos, offset: h.BaseOffset, what: fmt.Sprintf("base offset %d is not above the previous batch's last offset %d", h.BaseOffset, prev)})
+		}
+		if int64(h.RecordCount) != int64(h.LastOffsetDelta)+1 ||
+			(len(seg.batches) == 0 && h.BaseOffset != base) ||
+			(len(seg.batches) > 0 && h.BaseOffset != seg.batches[len(seg.batches)-1].last+1) {
+			seg.holes = true
 		}
 		prev = max(prev, h.LastOffset())
 		runningMax = max(runningMax, h.MaxTimestamp)

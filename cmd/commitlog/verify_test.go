@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/commitlog-go/commitlog"
+	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
 
 // TestVerifyFindsIndexAndStateProblems damages indexes and state files of a sound store, one
@@ -134,5 +138,97 @@ func TestOpenKeepsWhatVerifyReports(t *testing.T) {
 	want := fmt.Sprintf("%s: position %d, offset %d: ", active, pos, offset)
 	if len(lines) != 1 || !strings.HasPrefix(lines[0], want) || !strings.Contains(lines[0], "CRC") {
 		t.Fatalf("verify found:\n%s\nwant one line beginning %q that names the CRC", r.stdout, want)
+	}
+}
+
+// TestVerifyFindsMissingSegments: the files of a whole segment removed from a partition whose
+// batches show no compaction: verify names the offsets that are in no segment, one line, exit 1.
+func TestVerifyFindsMissingSegments(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		remove int // index of the segment whose three files are removed
+	}{
+		{"a segment in the middle", 1},
+		{"the first segment, against the checkpointed log start offset", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "store")
+			var in strings.Builder
+			for i := range 2000 {
+				fmt.Fprintf(&in, "k%d,%d,%s\n", i%7, 978307260000+int64(i)*60_000, strings.Repeat("v", 40))
+			}
+			mustCLI(t, strings.NewReader("key,ts,v\n"+in.String()), "--dir", dir, "produce", "--topic", "v",
+				"--format", "csv", "--key-field", "key", "--time-field", "ts", "--segment-bytes", "16KiB", "--batch-records", "50")
+			if r := cli(t, nil, "--dir", dir, "verify"); r.code != 0 {
+				t.Fatalf("verify of a sound store: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			logs, err := filepath.Glob(filepath.Join(dir, "v-0", "*.log"))
+			if err != nil || len(logs) < 3 {
+				t.Fatalf("segments %v: %v; want at least 3", logs, err)
+			}
+			bases := make([]int64, len(logs))
+			for i, l := range logs {
+				if _, err := fmt.Sscanf(filepath.Base(l), "%020d.log", &bases[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, suf := range []string{".log", ".index", ".timeindex"} {
+				if err := os.Remove(strings.TrimSuffix(logs[tc.remove], ".log") + suf); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			r := cli(t, nil, "--dir", dir, "verify")
+			if r.code != 1 {
+				t.Fatalf("verify: exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			next := logs[tc.remove+1]
+			var want string
+			if tc.remove == 0 {
+				want = fmt.Sprintf("%s: position 0, offset 0: offsets 0 to %d are in no segment: the log start offset in commitlog-state is 0, below this first segment's base offset %d (a segment file is missing)",
+					next, bases[1]-1, bases[1])
+			} else {
+				want = fmt.Sprintf("offsets %d to %d are in no segment: a segment file is missing between %s and this one (no batch of the partition shows the holes that compaction leaves)",
+					bases[1], bases[2]-1, filepath.Base(logs[0]))
+				want = fmt.Sprintf("%s: position 0, offset %d: %s", next, bases[1], want)
+			}
+			if lines := outLines(r.stdout); len(lines) != 1 || lines[0] != want {
+				t.Fatalf("verify found:\n%s\nwant the one line\n%s", r.stdout, want)
+			}
+		})
+	}
+}
+
+// TestVerifyAllowsCompactionGaps: a follower's copy of a compacted leader (batches whose offsets
+// have holes) may end a segment short of the next one's base offset: not a problem.
+func TestVerifyAllowsCompactionGaps(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "p-0")
+	l, err := commitlog.OpenLog(dir, commitlog.LogConfig{SegmentBytes: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each batch covers 20 offsets and holds 10 records, the even ones: what compaction leaves.
+	for base := int64(0); base < 400; base += 100 {
+		var b recordbatch.Builder
+		b.Reset(recordbatch.Header{BaseOffset: base, PartitionLeaderEpoch: 0, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1})
+		for i := range int32(10) {
+			b.AddRecord(recordbatch.Record{OffsetDelta: 2 * i, Key: []byte("k"), Value: bytes.Repeat([]byte("v"), 100)})
+		}
+		batch, err := b.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.AppendAsFollower(context.Background(), batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if logs, _ := filepath.Glob(filepath.Join(dir, "*.log")); len(logs) < 2 {
+		t.Fatalf("%d segments, want several", len(logs))
+	}
+	if r := cli(t, nil, "--dir", dir, "verify"); r.code != 0 {
+		t.Fatalf("verify: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
