@@ -62,6 +62,14 @@ var (
 	// file systems).
 	ErrTopicExists = errors.New("commitlog: topic already exists")
 
+	// ErrPartitionMissing is returned by Open when the topic configurations (commitlog-topics)
+	// list a partition whose folder does not exist, and no CreateTopic or DeleteTopic of that
+	// topic was in progress: every record the partition held is gone, and starting it again
+	// empty would hide the loss (a Kafka broker would copy the partition back from its leader;
+	// a store has none). The message names the topic, the partition and the folder. Nothing is
+	// changed: restore the folder, or create it empty to accept the loss.
+	ErrPartitionMissing = errors.New("commitlog: partition folder missing")
+
 	// ErrInvalidTopicName is returned for a topic name outside Kafka's rule (1 to 249 characters
 	// of [a-zA-Z0-9._-], not "." or "..") and for a partition folder that is a symbolic link.
 	// Nothing is created.

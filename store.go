@@ -21,6 +21,11 @@ import (
 // tools ignore files they do not know in a log directory.
 const topicsFileName = "commitlog-topics"
 
+// creatingFileName names the topic a CreateTopic is creating, written (durably) before its
+// configuration and removed once its folders exist: a partition folder missing for that topic at
+// the next Open is one the creation never made, not lost data.
+const creatingFileName = "commitlog-creating"
+
 // deleteSuffix marks a partition folder being deleted, as Kafka marks them; such folders are
 // removed when the store opens.
 const deleteSuffix = "-delete"
@@ -153,8 +158,17 @@ func (s *Store) load() error {
 	if err != nil {
 		return fmt.Errorf("commitlog: list %s: %w", s.dir, err)
 	}
+	creating := ""
+	switch b, err := checkpoint.Read(s.o.fs, filepath.Join(s.dir, creatingFileName)); {
+	case err == nil:
+		creating = string(b)
+	case !errors.Is(err, fs.ErrNotExist):
+		// Damaged: which topic was being created is unknown, so none is.
+		s.o.logger.Error("creation marker unreadable; ignored", "file", filepath.Join(s.dir, creatingFileName), "err", err)
+	}
 	found := map[string]int32{} // topic → highest partition folder + 1
-	adopted := false
+	deleting := map[string]bool{} // names of the folders of unfinished deletions
+	adopted, changed := false, false
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasSuffix(name, deleteSuffix) && e.IsDir() {
@@ -162,6 +176,7 @@ func (s *Store) load() error {
 			if err := s.o.fs.RemoveAll(filepath.Join(s.dir, name)); err != nil {
 				return err
 			}
+			deleting[name] = true
 			continue
 		}
 		topic, p, ok := parsePartitionDirName(name)
@@ -198,11 +213,22 @@ func (s *Store) load() error {
 			s.o.logger.Error("partition folder is a symbolic link; topic not opened", "topic", name, "folder", link)
 			continue
 		}
-		for p := range s.configs[name].Partitions {
-			dir := filepath.Join(s.dir, partitionDirName(name, p))
-			if _, err := s.o.fs.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-				// Not silent: every record the partition held is gone.
-				s.o.logger.Error("partition folder missing; it starts again empty", "topic", name, "partition", p, "folder", dir)
+		if s.deletionUnfinished(name, deleting) {
+			// DeleteTopic renames every folder before it removes the configuration: the
+			// deletion was acknowledged or in flight. Finish it.
+			s.o.logger.Info("finishing the deletion of a topic", "topic", name)
+			for p := range s.configs[name].Partitions {
+				if err := s.o.fs.RemoveAll(filepath.Join(s.dir, partitionDirName(name, p))); err != nil {
+					return err
+				}
+			}
+			delete(s.configs, name)
+			changed = true
+			continue
+		}
+		if name != creating {
+			if err := s.checkPartitionFolders(name); err != nil {
+				return err
 			}
 		}
 		t, err := openTopic(s, name, s.configs[name])
@@ -211,10 +237,52 @@ func (s *Store) load() error {
 		}
 		s.topics[name] = t
 	}
-	if adopted {
-		return s.saveConfigs()
+	if adopted || changed {
+		if err := s.saveConfigs(); err != nil {
+			return err
+		}
+	}
+	if creating != "" {
+		// The topic's folders exist now (or it is not configured: the creation failed).
+		return s.finishCreating()
 	}
 	return nil
+}
+
+// deletionUnfinished reports whether a DeleteTopic of name stopped after renaming one of its
+// folders "<folder>-delete" (removed by load since, and listed in deleting).
+func (s *Store) deletionUnfinished(name string, deleting map[string]bool) bool {
+	for p := range s.configs[name].Partitions {
+		if deleting[deleteDirName(name, p)] {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPartitionFolders returns ErrPartitionMissing for the first partition folder of the
+// configured topic name that does not exist.
+func (s *Store) checkPartitionFolders(name string) error {
+	for p := range s.configs[name].Partitions {
+		dir := filepath.Join(s.dir, partitionDirName(name, p))
+		_, err := s.o.fs.Lstat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w: topic %s partition %d: folder %s", ErrPartitionMissing, name, p, dir)
+		}
+		if err != nil {
+			return fmt.Errorf("commitlog: topic %s partition %d: %w", name, p, err)
+		}
+	}
+	return nil
+}
+
+// finishCreating removes the creation marker once the topic's folders exist (durably: openLog
+// syncs a new folder into its parent).
+func (s *Store) finishCreating() error {
+	if err := s.o.fs.Remove(filepath.Join(s.dir, creatingFileName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("commitlog: remove %s: %w", filepath.Join(s.dir, creatingFileName), err)
+	}
+	return s.o.fs.SyncDir(s.dir)
 }
 
 // checkCaseCollision returns ErrTopicExists when a held topic's name equals name but for case.
@@ -287,14 +355,25 @@ func (s *Store) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 		return nil, fmt.Errorf("%w: %q: partition folder %s is a symbolic link", ErrInvalidTopicName, name, link)
 	}
 	// The configuration is durable before any folder exists: a crash in between leaves a
-	// configured topic whose missing folders open empty, never folders that a restart would
-	// adopt as a topic of Kafka's default configuration.
+	// configured topic whose missing folders the next Open creates, never folders that a
+	// restart would adopt as a topic of Kafka's default configuration. The creation marker,
+	// durable before the configuration, tells that Open these folders were never made, where
+	// a missing folder of any other topic is lost data (ErrPartitionMissing).
+	if err := checkpoint.Write(s.o.fs, filepath.Join(s.dir, creatingFileName), []byte(name)); err != nil {
+		return nil, err
+	}
 	s.configs[name] = cfg
 	if err := s.saveConfigs(); err != nil {
 		delete(s.configs, name)
-		return nil, err
+		return nil, errors.Join(err, s.finishCreating())
 	}
 	t, err := openTopic(s, name, cfg)
+	if err == nil {
+		err = s.finishCreating()
+		if err != nil {
+			t.close()
+		}
+	}
 	if err != nil {
 		delete(s.configs, name)
 		if serr := s.saveConfigs(); serr != nil {
