@@ -241,3 +241,63 @@ func requireLogged(t *testing.T, logs *lockedBuffer, level, msg string) {
 	}
 	require.Failf(t, "not logged", "no log record %q in %s", msg, logs.buf.String())
 }
+
+// TestRecoveryRuleSealedTear: under SyncNever a sealed segment past the recovery point may be torn
+// (rolled segments are flushed in the background), and recovery ends the log at its first bad
+// batch, deleting the later segments, but only from a first offset at or past the recovery
+// point: below it the bytes were flushed, and a bad batch there is corruption, kept.
+//
+// Segments [0,30) [30,60) [60,90) of batches of 10 records (size b); the recovery point is 45,
+// inside the batch [40,50) at position b of segment 30.
+func TestRecoveryRuleSealedTear(t *testing.T) {
+	tests := []struct {
+		name  string
+		at    func(b int64) int64 // position of the flipped CRC byte in segment 30
+		leo   int64
+		bases []int64
+		size  func(b int64) int64 // of segment 30 after the reopen
+		bad   [2]int64            // offsets that read as ErrCorrupt
+	}{
+		{"bad batch below the recovery point", func(b int64) int64 { return b + 17 }, 90, []int64{0, 30, 60},
+			func(b int64) int64 { return 3 * b }, [2]int64{40, 50}},
+		{"bad batch past the recovery point", func(b int64) int64 { return 2*b + 17 }, 50, []int64{0, 30},
+			func(b int64) int64 { return 2 * b }, [2]int64{-1, -1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+				dir := t.TempDir()
+				cfg, want, b := threeSegmentLog(t, fsy, dir)
+				cfg.Sync = SyncNever
+				mid := segPath(dir, 30, logSuffix)
+				flipByte(t, fsy, mid, tt.at(b))
+				writeTestState(t, fsy, dir, logState{recoveryPoint: 45})
+
+				l := openTestLog(t, fsy, dir, cfg)
+				require.Equal(t, tt.leo, l.LogEndOffset())
+				require.Equal(t, tt.bases, segmentBases(l))
+				require.Equal(t, tt.bases, logFileBases(t, fsy, dir))
+				require.Equal(t, tt.size(b), fsFileSize(t, fsy, mid))
+				for off := int64(0); off < 90; off++ {
+					recs, err := l.ReadRecords(off, 1)
+					switch {
+					case off >= tt.bad[0] && off < tt.bad[1]:
+						require.ErrorIs(t, err, ErrCorrupt, "offset %d", off)
+						require.Contains(t, err.Error(), fmt.Sprintf("%s position %d (offset %d)", mid, b, off))
+					case off < tt.leo:
+						require.NoError(t, err, "offset %d", off)
+						requireSameRecords(t, want[off:off+int64(len(recs))], recs)
+					case off == tt.leo:
+						require.NoError(t, err)
+						require.Empty(t, recs)
+					default:
+						require.ErrorIs(t, err, ErrOffsetOutOfRange, "offset %d", off)
+					}
+				}
+				more := workloadRecords(int(tt.leo), 1)
+				require.NoError(t, l.Append(context.Background(), more...))
+				require.Equal(t, tt.leo, more[0].Offset)
+			})
+		})
+	}
+}
