@@ -166,7 +166,7 @@ func (s *Store) load() error {
 		// Damaged: which topic was being created is unknown, so none is.
 		s.o.logger.Error("creation marker unreadable; ignored", "file", filepath.Join(s.dir, creatingFileName), "err", err)
 	}
-	found := map[string]int32{} // topic → highest partition folder + 1
+	found := map[string]int32{}   // topic → highest partition folder + 1
 	deleting := map[string]bool{} // names of the folders of unfinished deletions
 	adopted, changed := false, false
 	for _, e := range entries {
