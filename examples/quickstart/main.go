@@ -1,7 +1,7 @@
 // Command quickstart runs a real event stream through one partition's log: it appends 400 events
 // of the USGS earthquake feed (embedded, public domain), reads them back by offset, seeks by
-// time, then simulates a crash by tearing the last batch and shows recovery keeping every
-// earlier record.
+// time, then simulates a crash (a copy of the open log's files) with its last batch torn and shows
+// recovery cutting the torn batch and keeping every earlier record.
 //
 //	go run ./examples/quickstart [dir]
 //
@@ -117,15 +117,22 @@ func run(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("\nfirst offset with a timestamp >= %s: %d\n", t.UTC().Format(time.RFC3339), off)
 
-	// Crash: close, then tear the last batch in half as a power cut mid-write would.
+	// Crash: the files as they are while the log is open are what a killed process leaves (its
+	// state says the shutdown was not clean); tear the last batch in half, as a power cut
+	// mid-write would. After a clean Close recovery cuts nothing: a bad batch then is kept for
+	// verify to report, and reads of it return ErrCorrupt.
 	end := l.LogEndOffset()
+	crashed := filepath.Join(filepath.Dir(dir), "earthquakes-0-crashed")
+	if err := copyFolder(dir, crashed); err != nil {
+		return err
+	}
 	if err := l.Close(); err != nil {
 		return err
 	}
-	if err := tearLastBatch(dir); err != nil {
+	if err := tearLastBatch(crashed); err != nil {
 		return err
 	}
-	l, err = commitlog.OpenLog(dir, cfg, commitlog.WithLogger(logger))
+	l, err = commitlog.OpenLog(crashed, cfg, commitlog.WithLogger(logger))
 	if err != nil {
 		return err
 	}
@@ -169,6 +176,31 @@ func readRecords(l *commitlog.Log, offset int64, n int) ([]row, error) {
 		offset = recs[len(recs)-1].Offset + 1
 	}
 	return out, nil
+}
+
+// copyFolder copies the files of the folder src into a new folder dst, but the directory lock
+// (a killed holder's lock dies with it).
+func copyFolder(src, dst string) error {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() == ".lock" || !e.Type().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // tearLastBatch cuts the newest segment file 30 bytes short: inside its last batch, as a power
