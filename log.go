@@ -128,15 +128,17 @@ type Log struct {
 }
 
 // OpenLog opens the partition log in dir, creating dir and an empty log when missing, and
-// recovers it: batches written after the last clean shutdown are checked (length, magic, CRC,
-// offsets) and a torn tail is truncated and logged; indexes that are missing or disagree with
-// the data are rebuilt.
+// recovers it: after an unclean shutdown the batches from the recovery point on are checked
+// (length, magic, CRC, offsets) and a torn tail there is truncated and logged; nothing else is
+// ever cut (see the recovery rule in load); indexes that are missing or disagree with the data
+// are rebuilt.
 //
 // The directory is locked for as long as the log is open: a second OpenLog of dir, in this
 // process or another, returns ErrLocked and changes nothing. A failed OpenLog leaves no lock, file
 // or mapping open. cfg's zero fields take Kafka's defaults; a field out of range returns
-// ErrInvalidConfig. A corrupt batch in the middle of a sealed segment does not stop the open: it
-// is logged, and reads of it return ErrCorrupt.
+// ErrInvalidConfig. A corrupt batch left in place (after a clean shutdown, below the recovery
+// point, or in the middle of a sealed segment) does not stop the open: it is logged, and reads of
+// it return ErrCorrupt.
 func OpenLog(dir string, cfg LogConfig, opts ...Option) (*Log, error) {
 	o := newOptions(opts)
 	return openLog(dir, cfg, o, true)
