@@ -163,7 +163,7 @@ func dumpLog(w io.Writer, r io.ReaderAt, size int64, records bool) (int, error) 
 		}
 		switch {
 		case ev.torn:
-			fmt.Fprintf(w, "position: %d torn: %v (a write cut short; opening the log truncates it)\n", ev.pos, ev.err)
+			fmt.Fprintf(w, "position: %d torn: %v (a write cut short; opening the log truncates it only past the recovery point of an unclean shutdown)\n", ev.pos, ev.err)
 			return nil
 		case !ev.whole:
 			fmt.Fprintf(w, "position: %d damaged: %v; ", ev.pos, ev.err)
