@@ -371,8 +371,10 @@ func (l *Log) offsetForTimeOnce(ts int64) (off int64, retry bool, err error) {
 			return 0, false, err
 		}
 		if !ok {
-			// Retention or truncation took the segment since: its records are gone.
-			continue
+			// Retention or truncation took the segment since: the candidates and the end are of
+			// a log that is no more (a truncation may have written the offsets again, in a new
+			// segment), so the search starts again.
+			return 0, true, nil
 		}
 		off, found, err := c.s.firstAtOrAfter(ts, from, end, pos, c.limit, l.cfg.readDecompressLimit())
 		changed := c.s.truncations.Load() != c.gen
