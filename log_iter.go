@@ -24,6 +24,13 @@ const iterChunk = 1 << 20
 // following reads fetch 1 MiB at a time. Errors are yielded once, ending the iteration: those of
 // ReadBatches (ErrOffsetOutOfRange when from is outside the log, ErrCorrupt naming the batch,
 // ErrClosed), and ErrCorrupt for a batch whose records do not decode.
+//
+// The records yielded are all of one history of the log. A truncation (TruncateTo) while the
+// iteration runs ends it quietly when it left the log end offset where the iteration had got to,
+// and lets it go on when it cut only records not yielded yet. When it removed records already
+// yielded, the iteration ends with ErrOffsetOutOfRange naming the offset the log was truncated
+// to, rather than go on with records of another history at the offsets after them (Kafka's
+// consumer, fetching at an offset its log truncated, gets OFFSET_OUT_OF_RANGE).
 func (l *Log) Scan(from int64) iter.Seq2[*Record, error] {
 	return func(yield func(*Record, error) bool) {
 		l.scan(from, l.LogEndOffset(), yield)
@@ -44,13 +51,27 @@ func (l *Log) scan(from, end int64, yield func(*Record, error) bool) {
 		yield(nil, fmt.Errorf("%w: offset %d, log %s holds [%d, %d)", ErrOffsetOutOfRange, from, l.dir, start, leo))
 		return
 	}
-	chunk := 1 // the first read returns exactly one batch
+	chunk := 1         // the first read returns exactly one batch
+	var histGen uint64 // the log's truncation count of the history the records yielded are of
 	for next := from; next < end; chunk = iterChunk {
-		b, err := l.ReadBatches(buf[:0], next, chunk)
+		b, logGen, err := l.readBatches(buf[:0], next, chunk)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
+		if next > from && logGen != histGen {
+			// A truncation since the last read: the records yielded, [from, next), must be in the
+			// history these batches are of.
+			l.mu.RLock()
+			to, cut := l.cutBelow(histGen, next)
+			l.mu.RUnlock()
+			if cut {
+				yield(nil, fmt.Errorf("%w: log %s was truncated to %d under a scan from %d that had yielded records up to %d",
+					ErrOffsetOutOfRange, l.dir, to, from, next-1))
+				return
+			}
+		}
+		histGen = logGen
 		if len(b) == 0 {
 			return // a gap up to the end (compaction), or a log cut meanwhile
 		}

@@ -14,17 +14,20 @@ import (
 // entering the process; elsewhere, and on the in-memory file system, it copies through a buffer.
 //
 // A BatchRange holds its segment: retention and the open-file bound leave its files alone until
-// Close. A truncation (TruncateTo) into its segment does not wait for it: WriteTo then returns
-// ErrOffsetOutOfRange, whether it notices before sending or only after, when the bytes sent may
-// be others than the range's (a broker closes that connection; Kafka's consumers check CRCs).
-// The bytes are not CRC-checked on the way out (Kafka's broker does not check them on a fetch
-// either): use ReadBatches for checked bytes.
+// Close. A truncation (TruncateTo) does not wait for it, and a range never sends the bytes of a
+// history the truncation ended as if they were the log's: once a truncation removed any of the
+// range's records (it left a log end offset below NextOffset), WriteTo returns
+// ErrOffsetOutOfRange, whether it notices before sending, and sends nothing, or only after,
+// when the bytes sent may be others than the range's (a broker closes that connection; Kafka's
+// consumers check CRCs). A truncation that left the range's records in place (to NextOffset or
+// beyond) changes none of its bytes and no WriteTo. The bytes are not CRC-checked on the way out
+// (Kafka's broker does not check them on a fetch either): use ReadBatches for checked bytes.
 type BatchRange struct {
 	l         *Log
 	s         *segment // nil for an empty range
 	pos, size int64
 	next      int64
-	gen       uint64 // s.truncations when the range was taken
+	logGen    uint64 // the log's truncation count (truncGen) when the range was taken
 	once      sync.Once
 }
 
@@ -37,7 +40,8 @@ func (r *BatchRange) NextOffset() int64 { return r.next }
 // WriteTo writes the range's bytes to w and returns how many it wrote: with sendfile when w is a
 // socket or file of the operating system (a *net.TCPConn, an *os.File) and the log is on the OS
 // file system, with a copy otherwise. Errors are w's, or the file's read error (wrapping
-// ErrClosed once the log closed), or ErrOffsetOutOfRange after a truncation (see BatchRange).
+// ErrClosed once the log closed), or ErrOffsetOutOfRange after a truncation that removed records
+// of the range (see BatchRange).
 func (r *BatchRange) WriteTo(w io.Writer) (int64, error) {
 	if r.s == nil {
 		return 0, nil
@@ -61,13 +65,43 @@ func (r *BatchRange) WriteTo(w io.Writer) (int64, error) {
 	return n, err
 }
 
-// check returns ErrOffsetOutOfRange once the range's segment was truncated in place.
+// check returns ErrOffsetOutOfRange once a truncation since the range was taken removed some of
+// its records. Under mu, where a truncation cuts the file and notes itself in one step: a check
+// after a send that read any byte the truncation changed finds it noted.
 func (r *BatchRange) check() error {
-	if r.s.truncations.Load() != r.gen {
-		return fmt.Errorf("%w: segment %s was truncated while a range of offsets up to %d was held",
-			ErrOffsetOutOfRange, r.s.path(logSuffix), r.next-1)
+	l := r.l
+	l.mu.RLock()
+	to, cut := l.cutBelow(r.logGen, r.next)
+	l.mu.RUnlock()
+	if cut {
+		return fmt.Errorf("%w: log %s was truncated to %d while a range of segment %s up to offset %d was held",
+			ErrOffsetOutOfRange, l.dir, to, r.s.path(logSuffix), r.next-1)
 	}
 	return nil
+}
+
+// cutBelow reports whether a truncation counted after logGen (a value of truncGen) left a log end
+// offset below offset, removing records under it, and the lowest it left. When more truncations
+// ran since logGen than the log remembers, it reports a cut (to the log start offset): a reader
+// told to read again loses nothing, one told nothing might mix histories. Callers hold mu.
+func (l *Log) cutBelow(logGen uint64, offset int64) (to int64, cut bool) {
+	now := l.truncGen.Load()
+	if now == logGen {
+		return 0, false
+	}
+	to = math.MaxInt64
+	seen := 0
+	for _, tr := range l.truncations {
+		if tr.gen <= logGen {
+			break
+		}
+		seen++
+		to = min(to, tr.offset)
+	}
+	if uint64(seen) < now-logGen {
+		return l.logStartOffset, true
+	}
+	return max(to, l.logStartOffset), to < offset
 }
 
 // Close releases the segment. It returns nil, also when called again.
@@ -83,50 +117,69 @@ func (r *BatchRange) Close() error {
 // ReadRange returns the whole batches that hold offset and the offsets after it, up to maxBytes in
 // total (the first batch whole even when larger), within one segment: a broker's zero-copy fetch.
 // A fetch that wants more calls again at NextOffset. At the log end offset the range is empty.
-// The caller must Close it. Errors as for ReadBatches, except that the bytes are not CRC-checked.
+// A truncation that cuts the segment while the range is found does not show as damage: the
+// offset is found again in the log as it now is (see ReadBatches). The caller must Close it.
+// Errors as for ReadBatches, except that the bytes are not CRC-checked.
 func (l *Log) ReadRange(offset int64, maxBytes int) (*BatchRange, error) {
 	return l.readRange(offset, maxBytes, math.MaxInt64)
 }
 
 // readRange is ReadRange with only batches wholly below upTo.
 func (l *Log) readRange(offset int64, maxBytes int, upTo int64) (*BatchRange, error) {
-	s, pos, limit, end, err := l.locate(offset)
-	if err != nil {
-		return nil, err
-	}
-	if s == nil || offset >= upTo {
-		if s != nil {
-			l.release(s)
-		}
-		return &BatchRange{l: l, next: offset}, nil
-	}
-	end = min(end, upTo)
-	for {
-		r, found, err := l.rangeIn(s, offset, pos, limit, maxBytes, upTo)
-		if err != nil || found {
-			if err != nil || r.s == nil {
-				l.release(s)
-			}
+	for range maxReadRetries {
+		r, retry, err := l.readRangeOnce(offset, maxBytes, upTo)
+		if !retry {
 			return r, err
 		}
+	}
+	return nil, l.truncatedUnder(offset)
+}
+
+// readRangeOnce is one attempt of readRange; retry says that a truncation of the segment walked
+// may have changed the bytes under it, and the range is to be ignored (it holds no segment).
+func (l *Log) readRangeOnce(offset int64, maxBytes int, upTo int64) (r *BatchRange, retry bool, err error) {
+	sp, err := l.locate(offset)
+	if err != nil {
+		return nil, false, err
+	}
+	if sp.s == nil || offset >= upTo {
+		if sp.s != nil {
+			l.release(sp.s)
+		}
+		return &BatchRange{l: l, next: offset}, false, nil
+	}
+	end := min(sp.end, upTo)
+	for {
+		r, found, err := l.rangeIn(sp, offset, maxBytes, upTo)
+		if sp.s.truncations.Load() != sp.gen {
+			// The walk may have read cut bytes, or headers of batches written since.
+			l.release(sp.s)
+			return nil, true, nil
+		}
+		if err != nil || found {
+			if err != nil || r.s == nil {
+				l.release(sp.s)
+			}
+			return r, false, err
+		}
 		// A gap after this segment's last batch (compaction): the next segment goes on.
-		l.release(s)
-		if s, err = l.nextSegment(s, end); err != nil {
-			return nil, err
+		l.release(sp.s)
+		if sp, err = l.nextSegment(sp.s, end); err != nil {
+			return nil, false, err
 		}
-		if s == nil {
-			return &BatchRange{l: l, next: offset}, nil
+		if sp.s == nil {
+			return &BatchRange{l: l, next: offset}, false, nil
 		}
-		pos, limit = 0, s.size.Load()
 	}
 }
 
-// rangeIn walks s's batch headers from pos to the first batch holding offset or later, and
-// returns the range from there up to maxBytes, of batches wholly below upTo; found is false when
-// s holds no such batch.
-func (l *Log) rangeIn(s *segment, offset, pos, limit int64, maxBytes int, upTo int64) (*BatchRange, bool, error) {
-	sc := newScanner(s.file, pos, limit, s.maxBatchSize(), headerWalkChunk, nil)
-	r := &BatchRange{l: l, s: s, pos: -1, gen: s.truncations.Load()}
+// rangeIn walks the batch headers of sp's segment from sp.pos to the first batch holding offset
+// or later, and returns the range from there up to maxBytes, of batches wholly below upTo; found
+// is false when the segment holds no such batch.
+func (l *Log) rangeIn(sp readSpot, offset int64, maxBytes int, upTo int64) (*BatchRange, bool, error) {
+	s := sp.s
+	sc := newScanner(s.file, sp.pos, sp.limit, s.maxBatchSize(), headerWalkChunk, nil)
+	r := &BatchRange{l: l, s: s, pos: -1, logGen: sp.logGen}
 	for {
 		h, err := sc.header()
 		if errors.Is(err, io.EOF) {

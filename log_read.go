@@ -22,62 +22,119 @@ const locateChunk = 8 << 10
 // next read, from the offset after its last batch, goes on in the next segment. Every batch
 // returned has a verified CRC.
 //
+// A truncation (TruncateTo) that cuts the segment while it is read does not show as damage: the
+// read finds the offset again in the log as it now is, and returns its batches there, nothing at
+// the new log end offset, or ErrOffsetOutOfRange past it. The batches returned are all of one
+// history of the log, one that was current while the call ran.
+//
 // Reading at exactly the log end offset returns dst unchanged and no error. It returns
 // ErrOffsetOutOfRange when offset < LogStartOffset or offset > LogEndOffset, ErrCorrupt (naming
 // segment, position and offset) when the first batch it would return is corrupt, and ErrClosed
 // after Close. Readers never block writers.
 func (l *Log) ReadBatches(dst []byte, offset int64, maxBytes int) ([]byte, error) {
-	s, pos, limit, end, err := l.locate(offset)
-	if err != nil || s == nil {
-		return dst, err
-	}
+	out, _, err := l.readBatches(dst, offset, maxBytes)
+	return out, err
+}
+
+// maxReadRetries bounds the reads again of a read whose segment truncations keep overtaking:
+// each needs a truncation of the segment, so more than a few means a log whose end moves back
+// and forth faster than one batch can be read.
+const maxReadRetries = 16
+
+// readBatches is ReadBatches; logGen is the log's truncation count (truncGen) when the history
+// the batches come from was current (see readSpot).
+func (l *Log) readBatches(dst []byte, offset int64, maxBytes int) (out []byte, logGen uint64, err error) {
 	buf := l.getScratch()
 	defer l.scratch.Put(buf)
+	for range maxReadRetries {
+		out, logGen, retry, err := l.readBatchesOnce(dst, offset, maxBytes, buf)
+		if !retry {
+			return out, logGen, err
+		}
+	}
+	return dst, 0, l.truncatedUnder(offset)
+}
+
+// truncatedUnder is the error of a read that truncations of its segment overtook maxReadRetries
+// times in a row.
+func (l *Log) truncatedUnder(offset int64) error {
+	return fmt.Errorf("%w: offset %d of %s: its segment was truncated under %d reads in a row", ErrOffsetOutOfRange, offset, l.dir, maxReadRetries)
+}
+
+// readBatchesOnce is one attempt of readBatches; retry says that a truncation of a segment read
+// may have changed the bytes under it, and out and err are to be ignored.
+func (l *Log) readBatchesOnce(dst []byte, offset int64, maxBytes int, buf *[]byte) (out []byte, logGen uint64, retry bool, err error) {
+	sp, err := l.locate(offset)
+	if err != nil || sp.s == nil {
+		return dst, sp.logGen, false, err
+	}
 	for {
-		out, found, err := s.read(dst, offset, end, pos, limit, maxBytes, buf)
-		l.release(s)
+		out, found, err := sp.s.read(dst, offset, sp.end, sp.pos, sp.limit, maxBytes, buf)
+		// Whatever the read found (a short read, a header of other bytes, or batches whole),
+		// bytes cut or written again since sp was taken may be in it.
+		changed := sp.s.truncations.Load() != sp.gen
+		l.release(sp.s)
+		if changed {
+			return dst, 0, true, nil
+		}
 		if err != nil {
 			if l.isClosed() {
-				return dst, ErrClosed
+				return dst, 0, false, ErrClosed
 			}
-			return dst, err
+			return dst, 0, false, err
 		}
 		if found {
-			return out, nil
+			return out, sp.logGen, false, nil
 		}
 		// offset lies in a gap after this segment's last batch (compaction leaves gaps): the
 		// next segment holds the following offsets.
-		if s, err = l.nextSegment(s, end); err != nil || s == nil {
-			return dst, err
+		if sp, err = l.nextSegment(sp.s, sp.end); err != nil || sp.s == nil {
+			return dst, sp.logGen, false, err
 		}
-		pos, limit = 0, s.size.Load()
 	}
 }
 
-// locate returns the segment that holds offset, acquired (the caller releases it), the position
-// its offset index gives to scan from, its size and the log end offset, all as of one moment. s
-// is nil, with no error, when offset is the log end offset. ErrClosed after Close,
-// ErrOffsetOutOfRange outside [LogStartOffset, LogEndOffset].
-func (l *Log) locate(offset int64) (s *segment, pos, limit, end int64, err error) {
+// readSpot is where a read of an offset begins, all as of one moment under mu: the segment s
+// holding the offset, acquired (the reader releases it), its truncation count gen, the position
+// pos its offset index gives to scan from, its size limit, the log end offset end and the log's
+// truncation count logGen. A segment's bytes below limit change only by a truncation of that
+// segment, which counts in s.truncations before it cuts the file: a read that finds the count
+// still gen after it read has read bytes of the history that was current at logGen. A read that
+// finds it changed may have read cut or rewritten bytes, and locates the offset again; it never
+// takes them for damage.
+type readSpot struct {
+	s          *segment
+	gen        uint64
+	pos, limit int64
+	end        int64
+	logGen     uint64
+}
+
+// locate returns the spot to read offset from (see readSpot). s is nil, with no error, when
+// offset is the log end offset. ErrClosed after Close, ErrOffsetOutOfRange outside
+// [LogStartOffset, LogEndOffset].
+func (l *Log) locate(offset int64) (readSpot, error) {
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
-		return nil, 0, 0, 0, ErrClosed
+		return readSpot{}, ErrClosed
 	}
 	start, end := l.logStartOffset, l.active().nextOffset
+	sp := readSpot{end: end, logGen: l.truncGen.Load()}
 	if offset < start || offset > end {
 		l.mu.RUnlock()
-		return nil, 0, 0, end, fmt.Errorf("%w: offset %d, log %s holds [%d, %d)", ErrOffsetOutOfRange, offset, l.dir, start, end)
+		return sp, fmt.Errorf("%w: offset %d, log %s holds [%d, %d)", ErrOffsetOutOfRange, offset, l.dir, start, end)
 	}
 	if offset == end {
 		l.mu.RUnlock()
-		return nil, 0, 0, end, nil
+		return sp, nil
 	}
-	s, _, limit, pos, err = l.acquireLocked(offset)
+	s, gen, limit, pos, err := l.acquireLocked(offset)
 	if err != nil {
-		return nil, 0, 0, end, err
+		return readSpot{end: end}, err
 	}
-	return s, pos, limit, end, nil
+	sp.s, sp.gen, sp.limit, sp.pos = s, gen, limit, pos
+	return sp, nil
 }
 
 // acquireLocked acquires the segment holding offset and returns it with its truncation count, its
@@ -105,25 +162,28 @@ func (l *Log) acquireLocked(offset int64) (s *segment, gen uint64, limit, pos in
 	return s, gen, limit, pos, nil
 }
 
-// nextSegment returns the segment after s, acquired, or nil when none holds offsets below end
-// (or the log closed meanwhile). The caller has released s.
-func (l *Log) nextSegment(s *segment, end int64) (*segment, error) {
+// nextSegment returns the spot at the start of the segment after s (see readSpot), acquired, or
+// one whose s is nil when no segment holds offsets below end (or the log closed meanwhile). The
+// caller has released s.
+func (l *Log) nextSegment(s *segment, end int64) (readSpot, error) {
 	l.mu.RLock()
+	sp := readSpot{end: end, logGen: l.truncGen.Load()}
 	next := l.segmentAfter(s.baseOffset)
 	if next == nil || next.baseOffset >= end || l.closed {
 		l.mu.RUnlock()
-		return nil, nil
+		return sp, nil
 	}
 	acquire(next)
+	sp.s, sp.gen, sp.limit = next, next.truncations.Load(), next.size.Load()
 	ready := next.filesReady()
 	l.mu.RUnlock()
 	if !ready {
 		if err := l.openForRead(next); err != nil {
 			l.release(next)
-			return nil, err
+			return readSpot{end: end}, err
 		}
 	}
-	return next, nil
+	return sp, nil
 }
 
 // openForRead opens the files of s, which the caller has acquired, when the file cache closed
@@ -266,13 +326,26 @@ func grow(b []byte, n int) []byte {
 // offset order from the log start offset, or the log end offset when no record is that recent
 // (Kafka's ListOffsets by timestamp). Records whose timestamps go backwards are handled as Kafka
 // does: the segment is the first whose largest timestamp is >= ts, and the time index, which
-// only grows, gives the offset to scan from. Returns ErrClosed after Close and ErrCorrupt when a
-// batch on the way cannot be read.
+// only grows, gives the offset to scan from. A truncation that cuts a segment while it is
+// searched does not show as damage: the search starts again in the log as it now is. Returns
+// ErrClosed after Close and ErrCorrupt when a batch on the way cannot be read.
 func (l *Log) OffsetForTime(ts int64) (int64, error) {
+	for range maxReadRetries {
+		off, retry, err := l.offsetForTimeOnce(ts)
+		if !retry {
+			return off, err
+		}
+	}
+	return 0, fmt.Errorf("%w: the search for time %d in %s was overtaken by %d truncations in a row", ErrOffsetOutOfRange, ts, l.dir, maxReadRetries)
+}
+
+// offsetForTimeOnce is one attempt of OffsetForTime; retry says that a truncation of a segment
+// searched may have changed the bytes under it, and off and err are to be ignored.
+func (l *Log) offsetForTimeOnce(ts int64) (off int64, retry bool, err error) {
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
-		return 0, ErrClosed
+		return 0, false, ErrClosed
 	}
 	start, end := l.logStartOffset, l.active().nextOffset
 	// The candidates are the segments whose largest timestamp reaches ts, in offset order. Each
@@ -280,13 +353,14 @@ func (l *Log) OffsetForTime(ts int64) (int64, error) {
 	// them all would keep every open one from being closed for the bound meanwhile.
 	type cand struct {
 		s     *segment
+		gen   uint64 // s.truncations, loaded with limit (see readSpot)
 		limit int64
 	}
 	var cands []cand
 	for i := l.segmentFor(start); i < len(l.segments); i++ {
 		s := l.segments[i]
 		if s.maxTimestamp >= ts {
-			cands = append(cands, cand{s, s.size.Load()})
+			cands = append(cands, cand{s, s.truncations.Load(), s.size.Load()})
 		}
 	}
 	l.mu.RUnlock()
@@ -294,22 +368,27 @@ func (l *Log) OffsetForTime(ts int64) (int64, error) {
 	for _, c := range cands {
 		from, pos, ok, err := l.timeLookup(c.s, ts, start)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		if !ok {
-			// Retention or truncation took the segment since: its records are gone.
-			continue
+			// Retention or truncation took the segment since: the candidates and the end are of
+			// a log that is no more (a truncation may have written the offsets again, in a new
+			// segment), so the search starts again.
+			return 0, true, nil
 		}
 		off, found, err := c.s.firstAtOrAfter(ts, from, end, pos, c.limit, l.cfg.readDecompressLimit())
+		changed := c.s.truncations.Load() != c.gen
 		l.release(c.s)
-		if err != nil {
-			return 0, err
-		}
-		if found {
-			return off, nil
+		switch {
+		case changed:
+			return 0, true, nil
+		case err != nil:
+			return 0, false, err
+		case found:
+			return off, false, nil
 		}
 	}
-	return end, nil
+	return end, false, nil
 }
 
 // timeLookup acquires s, opens its files, and returns the offset to search from for the first

@@ -56,24 +56,19 @@ func (l *Log) ReadRecord(offset int64, r *Record) error {
 	return l.readRecord(offset, -1, r)
 }
 
-// maxRecordRetries bounds the reads again of a ReadRecord whose segment truncations keep
-// overtaking: each needs a truncation of the segment, so more than a few means a log whose end
-// moves back and forth faster than one record can be read.
-const maxRecordRetries = 16
-
 // errNoRecord ends a search that found no record below the readable end.
 var errNoRecord = errors.New("no record")
 
 // readRecord is ReadRecord below hw (the partition's high watermark), or below the log end
 // offset when hw < 0.
 func (l *Log) readRecord(offset, hw int64, r *Record) error {
-	for range maxRecordRetries {
+	for range maxReadRetries {
 		retry, err := l.readRecordOnce(offset, hw, r)
 		if !retry {
 			return err
 		}
 	}
-	return fmt.Errorf("%w: offset %d of %s: its segment was truncated under %d reads in a row", ErrOffsetOutOfRange, offset, l.dir, maxRecordRetries)
+	return l.truncatedUnder(offset)
 }
 
 // readRecordOnce is one attempt of readRecord; retry says that a truncation of the segment read
@@ -117,20 +112,17 @@ func (l *Log) readRecordOnce(offset, hw int64, r *Record) (retry bool, err error
 		}
 		// offset lies in a gap after this segment's last record: the next segment holds the
 		// following offsets.
-		if s, err = l.nextSegment(s, end); err != nil {
+		sp, err := l.nextSegment(s, end)
+		if err != nil {
 			return false, err
 		}
-		if s == nil {
+		if sp.s == nil {
 			if l.isClosed() {
 				return false, ErrClosed
 			}
 			return false, fmt.Errorf("%w: no record at or after offset %d below %d in log %s", ErrNoRecordYet, offset, end, l.dir)
 		}
-		// Loaded together under mu, as above.
-		l.mu.RLock()
-		gen, limit = s.truncations.Load(), s.size.Load()
-		l.mu.RUnlock()
-		pos = 0
+		s, gen, limit, pos = sp.s, sp.gen, sp.limit, 0
 	}
 }
 

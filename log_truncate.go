@@ -16,9 +16,12 @@ import (
 // Offsets at or past the log end offset change nothing. Appends still waiting for durability
 // (SyncAlways) whose records it removes return ErrTruncated. It returns ErrOffsetOutOfRange when
 // offset < LogStartOffset, ErrClosed after Close, and an error wrapping ErrSync when the
-// truncation could not be made durable. Readers reading the removed records while TruncateTo
-// runs get errors, never another file's bytes. It waits for the ReadRecord calls using the
-// segment's read mapping when it starts (the file must not shrink under a mapping in use).
+// truncation could not be made durable. Reads racing it never take its cut for damage: a read
+// whose segment it cuts finds its offset again in the log as it then is, and returns the records
+// still there, none at the new log end offset (ErrNoRecordYet from ReadRecord), or
+// ErrOffsetOutOfRange past it; never another file's bytes, nor ErrCorrupt. It waits for the
+// ReadRecord calls using the segment's read mapping when it starts (the file must not shrink
+// under a mapping in use).
 func (l *Log) TruncateTo(offset int64) error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
