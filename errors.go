@@ -72,13 +72,20 @@ var (
 	// ErrInvalidReaderName is returned for a reader name outside the topic-name rule.
 	ErrInvalidReaderName = errors.New("commitlog: invalid reader name")
 
-	// ErrReaderExists is returned by NewReader for a name a live reader of the store already has.
+	// ErrReaderExists is returned by NewReader for a name a live reader of the store already has,
+	// and for a name that differs only in case from a live reader's or from one whose positions
+	// are committed: their positions files would be one file on a case-insensitive file system.
 	ErrReaderExists = errors.New("commitlog: a reader with this name is open")
 
 	// ErrInvalidTimestamp is returned by appends of a CreateTime record whose timestamp is
 	// further ahead of the append time than TimestampAfterMax allows (Kafka's
 	// INVALID_TIMESTAMP). Nothing of the call is written.
 	ErrInvalidTimestamp = errors.New("commitlog: invalid timestamp")
+
+	// ErrInvalidRecord is returned by appends of records given a nil *Record, naming its place
+	// in the call (Kafka answers a record it cannot take with INVALID_RECORD). Nothing of the
+	// call is written.
+	ErrInvalidRecord = errors.New("commitlog: invalid record")
 
 	// ErrInvalidConfig is returned for a configuration value out of its documented range.
 	ErrInvalidConfig = errors.New("commitlog: invalid config")

@@ -87,9 +87,13 @@ func (p *Partition) Append(ctx context.Context, recs ...*Record) error {
 // leader may or may not have them. ErrNotEnoughReplicas also when the high watermark passed the
 // records after followers left the in-sync replicas, leaving fewer than MinInsyncReplicas: the
 // records are committed with fewer copies than asked (Kafka's NOT_ENOUGH_REPLICAS_AFTER_APPEND).
-// ErrInvalidConfig for an acks value other than the three. Other errors as for Log.Append.
+// ErrInvalidConfig for an acks value other than the three; ErrInvalidRecord, nothing written, for
+// a nil record. Other errors as for Log.Append.
 func (p *Partition) AppendAcks(ctx context.Context, acks Acks, recs ...*Record) error {
 	if err := acks.check(); err != nil {
+		return err
+	}
+	if err := checkRecords(recs); err != nil {
 		return err
 	}
 	for _, r := range recs {

@@ -120,13 +120,22 @@ type readerPartition struct {
 // committed positions; partitions without one begin at cfg.Start.
 //
 // Returns ErrInvalidReaderName for a bad name, ErrReaderExists when a live reader of the store
-// has the name, ErrUnknownTopic for a partition the topic lacks, ErrCorrupt when the reader's
+// has the name or one differing from it only in case, or committed positions are kept under
+// such a name (their files would collide on case-insensitive file systems, as topic folders
+// would; see ErrTopicExists), ErrInvalidConfig for a Start or Reset outside their constants,
+// ErrUnknownTopic for a partition the topic lacks, ErrCorrupt when the reader's
 // committed positions cannot be read (Store.DeleteReader resets them), ErrClosed after Close.
 func (t *Topic) NewReader(cfg ReaderConfig) (*Reader, error) {
 	if cfg.Name != "" {
 		if err := checkReaderName(cfg.Name); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Start < Latest || cfg.Start > AtTime {
+		return nil, fmt.Errorf("%w: ReaderConfig.Start = %d (Latest, Earliest, AtOffset or AtTime)", ErrInvalidConfig, cfg.Start)
+	}
+	if cfg.Reset < ResetNone || cfg.Reset > ResetLatest {
+		return nil, fmt.Errorf("%w: ReaderConfig.Reset = %d (ResetNone, ResetEarliest or ResetLatest)", ErrInvalidConfig, cfg.Reset)
 	}
 	if cfg.MaxBytes <= 0 {
 		cfg.MaxBytes = DefaultReaderMaxBytes
@@ -159,6 +168,9 @@ func (t *Topic) NewReader(cfg ReaderConfig) (*Reader, error) {
 	if cfg.Name != "" {
 		if _, ok := s.readers[cfg.Name]; ok {
 			return nil, fmt.Errorf("%w: %q", ErrReaderExists, cfg.Name)
+		}
+		if err := s.checkReaderCaseCollision(cfg.Name); err != nil {
+			return nil, err
 		}
 		all, err := s.readCommitted(cfg.Name)
 		if err != nil {
@@ -563,7 +575,10 @@ func (r *Reader) Close() error {
 	r.wg.Wait()
 	var err error
 	if r.cfg.Name != "" && r.cfg.AutoCommitInterval > 0 {
-		err = r.commit()
+		// A deleted topic's positions are gone with it: nothing to commit.
+		if err = r.commit(); errors.Is(err, errTopicDeleted) {
+			err = nil
+		}
 	}
 	if r.cfg.Name != "" {
 		s := r.topic.store

@@ -187,10 +187,18 @@ func (r *Reader) Commit(ctx context.Context) error {
 }
 
 // commit writes the positions file, keeping the entries of other topics read under this name.
+// It holds the store's lock shared, so that DeleteTopic, which rewrites the files, never runs
+// between its read and its write; a reader of a topic since deleted commits nothing (ErrClosed),
+// so that the deleted topic's positions never come back.
 func (r *Reader) commit() error {
 	r.commitMu.Lock()
 	defer r.commitMu.Unlock()
 	s := r.topic.store
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.topics[r.topic.name] != r.topic {
+		return fmt.Errorf("%w: topic %s: %w", ErrClosed, r.topic.name, errTopicDeleted)
+	}
 	all, err := s.readCommitted(r.cfg.Name)
 	if err != nil {
 		// Overwriting a damaged file with good positions is the repair.
@@ -210,6 +218,9 @@ func (r *Reader) commit() error {
 	return checkpoint.Write(s.o.fs, s.readerFile(r.cfg.Name), b)
 }
 
+// errTopicDeleted is wrapped by a commit of a reader whose topic was deleted.
+var errTopicDeleted = errors.New("topic deleted")
+
 // autoCommit commits every AutoCommitInterval until the reader closes.
 func (r *Reader) autoCommit() {
 	t := time.NewTicker(r.cfg.AutoCommitInterval)
@@ -219,7 +230,7 @@ func (r *Reader) autoCommit() {
 		case <-r.done:
 			return
 		case <-t.C:
-			if err := r.commit(); err != nil {
+			if err := r.commit(); err != nil && !errors.Is(err, errTopicDeleted) {
 				r.topic.store.o.logger.Error("auto-commit failed", "reader", r.cfg.Name, "err", err)
 			}
 		}
@@ -232,15 +243,9 @@ func (s *Store) Readers() ([]string, error) {
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
-	entries, err := s.o.fs.ReadDir(s.dir)
+	names, err := s.readerFileNames()
 	if err != nil {
 		return nil, err
-	}
-	var names []string
-	for _, e := range entries {
-		if name, ok := strings.CutPrefix(e.Name(), readerFilePrefix); ok && !strings.HasSuffix(name, checkpoint.TempSuffix) {
-			names = append(names, name)
-		}
 	}
 	slices.Sort(names)
 	return names, nil
@@ -256,6 +261,81 @@ func (s *Store) CommittedPositions(name string) (map[string]map[int32]int64, err
 		return nil, ErrClosed
 	}
 	return s.readPositions(name)
+}
+
+// checkReaderCaseCollision returns ErrReaderExists when a live reader's name, or a name with
+// committed positions, equals name but for case. Callers hold mu.
+func (s *Store) checkReaderCaseCollision(name string) error {
+	names, err := s.readerFileNames()
+	if err != nil {
+		return err
+	}
+	for other := range s.readers {
+		names = append(names, other)
+	}
+	for _, other := range names {
+		if other != name && strings.EqualFold(other, name) {
+			return fmt.Errorf("%w: %q collides with %q on case-insensitive file systems", ErrReaderExists, name, other)
+		}
+	}
+	return nil
+}
+
+// readerFileNames returns the names of the readers that have a positions file, unsorted.
+func (s *Store) readerFileNames() ([]string, error) {
+	entries, err := s.o.fs.ReadDir(s.dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if name, ok := strings.CutPrefix(e.Name(), readerFilePrefix); ok && !strings.HasSuffix(name, checkpoint.TempSuffix) {
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
+// removeTopicPositions removes topic's committed positions from every reader's file, as Kafka
+// drops a deleted topic's committed offsets from every consumer group; a file left without
+// positions is removed. A damaged file is left as it is (logged): its reader cannot start until
+// DeleteReader, which removes it anyway. Callers hold mu exclusively, which keeps commits out.
+func (s *Store) removeTopicPositions(topic string) error {
+	names, err := s.readerFileNames()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	removed := false
+	for _, name := range names {
+		all, err := s.readCommitted(name)
+		if err != nil {
+			s.o.logger.Warn("reader positions unreadable; the deleted topic's are left in them", "reader", name, "topic", topic, "err", err)
+			continue
+		}
+		if _, ok := all[topic]; !ok {
+			continue
+		}
+		delete(all, topic)
+		if len(all) == 0 {
+			if err := s.o.fs.Remove(s.readerFile(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			removed = true
+			continue
+		}
+		b, err := encodePositions(all)
+		if err == nil {
+			err = checkpoint.Write(s.o.fs, s.readerFile(name), b)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("commitlog: remove topic %s from reader %q positions: %w", topic, name, err))
+		}
+	}
+	if removed {
+		errs = append(errs, s.o.fs.SyncDir(s.dir))
+	}
+	return errors.Join(errs...)
 }
 
 // isClosed reports whether Close was called.
