@@ -75,6 +75,9 @@ func (e *encoder) encode(recs []*Record, cfg *LogConfig, now time.Time, latest i
 		e.w.lastOffset = h.LastOffset()
 		return nil
 	}
+	if err := checkRecords(recs); err != nil {
+		return nil, err
+	}
 	for i, r := range recs {
 		var ts int64
 		if logAppendTime || r.Timestamp.IsZero() {

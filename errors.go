@@ -1,6 +1,9 @@
 package commitlog
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors. Every error the package returns that one of these describes wraps it, so
 // callers test with errors.Is; the wrapping text names the file, position and offset involved.
@@ -78,13 +81,20 @@ var (
 	// ErrInvalidReaderName is returned for a reader name outside the topic-name rule.
 	ErrInvalidReaderName = errors.New("commitlog: invalid reader name")
 
-	// ErrReaderExists is returned by NewReader for a name a live reader of the store already has.
+	// ErrReaderExists is returned by NewReader for a name a live reader of the store already has,
+	// and for a name that differs only in case from a live reader's or from one whose positions
+	// are committed: their positions files would be one file on a case-insensitive file system.
 	ErrReaderExists = errors.New("commitlog: a reader with this name is open")
 
 	// ErrInvalidTimestamp is returned by appends of a CreateTime record whose timestamp is
 	// further ahead of the append time than TimestampAfterMax allows (Kafka's
 	// INVALID_TIMESTAMP). Nothing of the call is written.
 	ErrInvalidTimestamp = errors.New("commitlog: invalid timestamp")
+
+	// ErrInvalidRecord is returned by appends of records given a nil *Record, naming its place
+	// in the call (Kafka answers a record it cannot take with INVALID_RECORD). Nothing of the
+	// call is written.
+	ErrInvalidRecord = errors.New("commitlog: invalid record")
 
 	// ErrInvalidConfig is returned for a configuration value out of its documented range.
 	ErrInvalidConfig = errors.New("commitlog: invalid config")
@@ -114,7 +124,45 @@ var (
 	// UNKNOWN_LEADER_EPOCH). The asker retries.
 	ErrUnknownLeaderEpoch = errors.New("commitlog: unknown leader epoch")
 
+	// ErrLogTruncated is returned by Reader.Next, under ResetNone, when the log was truncated
+	// below the reader's position and may since hold other records at the offsets the reader
+	// passed: the reader's position (committed, or live) was taken in a history the log no
+	// longer has, so resuming there would silently skip the records the log now holds between
+	// the divergence point and the position. It is always wrapped in a *LogTruncatedError
+	// naming both offsets; Kafka's consumer throws LogTruncationException in this case (KIP-320).
+	ErrLogTruncated = errors.New("commitlog: log truncated below the reader's position")
+
 	// ErrReplicaNotAvailable is returned by Fetch for a replica ID the leader was not given as a
 	// follower (Kafka's REPLICA_NOT_AVAILABLE).
 	ErrReplicaNotAvailable = errors.New("commitlog: replica not available")
 )
+
+// LogTruncatedError is the error Reader.Next returns, under ResetNone, when a partition's log
+// diverged below the reader's position: Kafka's LogTruncationException (KIP-320), with the
+// divergent offset its consumer finds with OffsetsForLeaderEpoch. errors.Is(err,
+// ErrLogTruncated) matches it. The reader stays at CommittedOffset until Seek; Seek(Partition,
+// TruncatedOffset) resumes at the first record of the log's new history that the reader has
+// not seen.
+type LogTruncatedError struct {
+	Topic     string
+	Partition int32
+	// CommittedOffset is the reader's position when the divergence was found: the committed
+	// position it resumed at, or the live position it had reached.
+	CommittedOffset int64
+	// TruncatedOffset is the divergence point: the end offset, in the log as it is now, of the
+	// leader epoch of the last record the reader consumed. Records from it on may differ from
+	// those the reader saw.
+	TruncatedOffset int64
+	// LeaderEpoch is the leader epoch stored with the position (that of the last record
+	// consumed).
+	LeaderEpoch int32
+}
+
+// Error says which partition diverged, where, and how to resume.
+func (e *LogTruncatedError) Error() string {
+	return fmt.Sprintf("%v: topic %s partition %d position %d (leader epoch %d) is past the log's end offset %d for that epoch; Seek(%d, %d) to read the records the log now holds from there",
+		ErrLogTruncated, e.Topic, e.Partition, e.CommittedOffset, e.LeaderEpoch, e.TruncatedOffset, e.Partition, e.TruncatedOffset)
+}
+
+// Unwrap returns ErrLogTruncated.
+func (e *LogTruncatedError) Unwrap() error { return ErrLogTruncated }

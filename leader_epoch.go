@@ -202,8 +202,10 @@ func first(lines []string) string {
 // first entry starts no lower than the log start offset, and, after a crash, epochs of batches
 // written since the recovery point (from scanFrom on) that the file missed are added from their
 // headers. A missing file is an empty cache (a log that no leader stamped); an unreadable one is
-// logged and rebuilt from every batch's header, as Kafka rebuilds it. Called once, by openLog.
-func (l *Log) loadEpochs(scanFrom int64) error {
+// logged and rebuilt from every batch's header, as Kafka rebuilds it. With newEpoch (a log no
+// replication drives, opened after an unclean shutdown) a new local epoch starts at the log end
+// offset, above every epoch the file held; see startLocalEpochLocked. Called once, by openLog.
+func (l *Log) loadEpochs(scanFrom int64, newEpoch bool) error {
 	path := filepath.Join(l.dir, leaderEpochFileName)
 	b, err := readWholeFile(l.fs, path, 16<<20)
 	switch {
@@ -221,6 +223,7 @@ func (l *Log) loadEpochs(scanFrom int64) error {
 	}
 	l.fs.Remove(path + checkpoint.TempSuffix)
 	leo, start := l.active().nextOffset, l.logStartOffset
+	top, _ := l.epochs.latest() // before the cut: the highest epoch the last run recorded
 	changed := l.epochs.truncateFromEnd(leo)
 	changed = l.epochs.truncateFromStart(start) || changed
 	// Headers only: recovery has just checked these batches, and a whole segment written since
@@ -250,6 +253,12 @@ func (l *Log) loadEpochs(scanFrom int64) error {
 		}
 		off = max(off, r.NextOffset())
 		r.Close()
+	}
+	if newEpoch {
+		if e, _ := l.epochs.latest(); e.epoch > top.epoch {
+			top = e
+		}
+		changed = l.startLocalEpochLocked(top.epoch, leo) || changed
 	}
 	if changed {
 		return l.writeEpochs()
@@ -331,12 +340,78 @@ func (l *Log) startLeaderEpoch(epoch int32) error {
 // trimEpochs brings the epoch cache in line with a log cut at end or started at start, and
 // checkpoints it when that changed anything. Callers hold appendMu.
 func (l *Log) trimEpochs(start, end int64) error {
+	return l.trimEpochsAfterCut(start, end, false)
+}
+
+// trimEpochsAfterCut is trimEpochs for a log cut at end by a truncation; with newEpoch it also
+// starts a new local leader epoch at end (see startLocalEpochLocked). Callers hold appendMu.
+func (l *Log) trimEpochsAfterCut(start, end int64, newEpoch bool) error {
 	l.mu.Lock()
+	top := l.highestEpochLocked()
 	changed := l.epochs.truncateFromEnd(end)
 	changed = l.epochs.truncateFromStart(start) || changed
+	if newEpoch {
+		changed = l.startLocalEpochLocked(top, end) || changed
+	}
 	l.mu.Unlock()
 	if !changed {
 		return nil
 	}
 	return l.writeEpochs()
+}
+
+// highestEpochLocked returns the highest leader epoch the log has stamped or holds a start of.
+// Callers hold mu.
+func (l *Log) highestEpochLocked() int32 {
+	e, _ := l.epochs.latest()
+	return max(e.epoch, l.leaderEpoch)
+}
+
+// startLocalEpochLocked starts a new leader epoch, one above top (the highest the log ever had),
+// at offset, the log end offset, and makes it the epoch stamped on the batches appended from
+// now on. It reports whether the cache changed (false only when top is the largest epoch).
+// Callers hold appendMu and mu, and checkpoint the cache.
+//
+// A log that no replication drives rewrites its history without a leader change: TruncateTo,
+// and a restart after an unclean shutdown whose log may end below what readers saw (a power
+// loss under SyncInterval or SyncNever keeps less than the page cache held). Kafka detects a
+// rewritten history only through leader epochs (KIP-101 for followers, KIP-320 for consumers),
+// and in Kafka every such rewrite comes with a new epoch: a partition's history changes only
+// when a new leader is elected, and a broker that restarts as a partition's only replica is
+// elected again, with a new epoch. So the log does what that election would do: a new epoch
+// begins where the old history was cut. A reader whose position was taken in the old epoch
+// past that point then finds the end offset of its epoch below its position (see
+// Reader.validate), however many records of the new epoch have been appended since; without
+// the new epoch a refilled log would look, by its epochs, exactly like the old one. The new
+// epoch is above every epoch the log ever stamped, not only the surviving ones, so that a reader
+// that saw records of an epoch the cut removed cannot mistake the new epoch for it.
+func (l *Log) startLocalEpochLocked(top int32, offset int64) bool {
+	if top == math.MaxInt32 {
+		l.logger.Warn("leader epoch at its largest value; no new epoch started for the truncation", "offset", offset)
+		return false
+	}
+	next := max(top, UndefinedEpoch) + 1
+	l.leaderEpoch = next
+	changed := l.epochs.assign(next, offset)
+	l.logger.Info("new leader epoch after the log was cut", "leader_epoch", next, "start_offset", offset)
+	return changed
+}
+
+// epochOf returns the leader epoch of the batch holding offset, by the epoch cache:
+// UndefinedEpoch when offset is outside [log start offset, log end offset) or the cache knows
+// no epoch starting at or below it.
+func (l *Log) epochOf(offset int64) int32 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if offset < l.logStartOffset || offset >= l.active().nextOffset {
+		return UndefinedEpoch
+	}
+	epoch := UndefinedEpoch
+	for _, e := range l.epochs.entries {
+		if e.startOffset > offset {
+			break
+		}
+		epoch = e.epoch
+	}
+	return epoch
 }

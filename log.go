@@ -201,7 +201,9 @@ func openLog(dir string, cfg LogConfig, o options, lock bool) (l *Log, err error
 			epochsFrom = math.MaxInt64
 		}
 	}
-	if err := l.loadEpochs(epochsFrom); err != nil {
+	// A log no replication drives starts a new leader epoch after an unclean shutdown: its end
+	// may lie below what its readers saw (see startLocalEpochLocked).
+	if err := l.loadEpochs(epochsFrom, haveState && !st.clean && !st.replicated); err != nil {
 		return nil, err
 	}
 	l.leaderEpoch = max(l.latestEpoch(), 0)

@@ -249,6 +249,7 @@ func (l *Log) listSegments() ([]int64, error) {
 		}
 		// Files of segments deleted before the process stopped: their delete delay is over.
 		if stem, ok := strings.CutSuffix(e.Name(), deletedSuffix); ok && !e.IsDir() {
+			stem = trimRetirementNumber(stem)
 			for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 				if _, ok := parseSegmentName(stem, suf); ok {
 					if err := l.fs.Remove(filepath.Join(l.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -22,7 +22,12 @@ import (
 // ErrOffsetOutOfRange past it; never another file's bytes, nor ErrCorrupt. It waits for the
 // ReadRecord calls using the segment's read mapping when it starts (the file must not shrink
 // under a mapping in use).
-func (l *Log) TruncateTo(offset int64) error {
+func (l *Log) TruncateTo(offset int64) error { return l.truncateTo(offset, false) }
+
+// truncateTo is TruncateTo; with newEpoch, the truncation also starts a new local leader epoch at
+// the new log end offset (see startLocalEpochLocked), as Partition.TruncateTo asks for a
+// partition that no leader's epochs describe.
+func (l *Log) truncateTo(offset int64, newEpoch bool) error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.checkWritable(); err != nil {
@@ -96,7 +101,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	if err := l.writeState(st); err != nil {
 		l.logger.Warn("recovery point checkpoint failed; the next recovery scans more", "err", err)
 	}
-	if err := l.trimEpochs(start, keep.nextOffset); err != nil {
+	if err := l.trimEpochsAfterCut(start, keep.nextOffset, newEpoch); err != nil {
 		return l.fail(err)
 	}
 	if hw := l.highWatermark.Load(); hw > keep.nextOffset {

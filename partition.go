@@ -31,8 +31,12 @@ type Partition struct {
 	roleMu sync.RWMutex
 
 	// mu guards the replication state below.
-	mu         sync.Mutex
-	follower   bool
+	mu       sync.Mutex
+	follower bool
+	// roleGiven says that the partition's epochs are a controller's: it was given a role
+	// (BecomeLeader, BecomeFollower) or reopened replicated. Only a partition without one starts
+	// epochs of its own (see TruncateTo).
+	roleGiven  bool
 	epoch      int32
 	epochStart int64 // the log end offset when this leader's epoch began
 	lagTimeMax time.Duration
@@ -53,7 +57,7 @@ func newPartition(t *Topic, id int32, l *Log) *Partition {
 	p := &Partition{topic: t, id: id, log: l, epoch: max(l.latestEpoch(), l.roleEpoch.Load(), 0)}
 	if hw := l.highWatermark.Load(); hw >= 0 {
 		p.replicated.Store(true)
-		p.follower = true
+		p.follower, p.roleGiven = true, true
 		p.hw.Store(min(hw, l.LogEndOffset()))
 	}
 	return p
@@ -83,9 +87,13 @@ func (p *Partition) Append(ctx context.Context, recs ...*Record) error {
 // leader may or may not have them. ErrNotEnoughReplicas also when the high watermark passed the
 // records after followers left the in-sync replicas, leaving fewer than MinInsyncReplicas: the
 // records are committed with fewer copies than asked (Kafka's NOT_ENOUGH_REPLICAS_AFTER_APPEND).
-// ErrInvalidConfig for an acks value other than the three. Other errors as for Log.Append.
+// ErrInvalidConfig for an acks value other than the three; ErrInvalidRecord, nothing written, for
+// a nil record. Other errors as for Log.Append.
 func (p *Partition) AppendAcks(ctx context.Context, acks Acks, recs ...*Record) error {
 	if err := acks.check(); err != nil {
+		return err
+	}
+	if err := checkRecords(recs); err != nil {
 		return err
 	}
 	for _, r := range recs {
@@ -283,16 +291,29 @@ func (p *Partition) SegmentCount() int { return p.log.SegmentCount() }
 // drops with the log end offset when it was above it. A partition leading followers refuses it
 // with ErrNotLeader: its log is the one the followers copy, and a Kafka leader never truncates
 // (a follower's fetch loop truncates followers as needed).
+//
+// A partition that was never given a role (no BecomeLeader or BecomeFollower, not reopened
+// replicated) that loses records starts a new leader epoch, one above its highest, at the new
+// log end offset, so that readers whose positions lie past the cut find the divergence even
+// after the log is refilled (ErrLogTruncated, or their reset policy; see Reader). A partition
+// given a role keeps the epochs its controller assigns: a new epoch of its own could collide with
+// one the controller gives another replica. There a reader past the cut finds the divergence
+// only once the log is refilled in a newer epoch (or while it ends below the position).
 func (p *Partition) TruncateTo(offset int64) error {
 	p.roleMu.RLock()
 	p.mu.Lock()
-	leading, epoch := !p.follower && len(p.replicas) > 0, p.epoch
+	leading, local, epoch := !p.follower && len(p.replicas) > 0, !p.follower && !p.roleGiven, p.epoch
 	p.mu.Unlock()
 	if leading {
 		p.roleMu.RUnlock()
 		return fmt.Errorf("%w: topic %s partition %d leads epoch %d with followers; a leader does not truncate", ErrNotLeader, p.topic.name, p.id, epoch)
 	}
-	err := p.log.TruncateTo(offset)
+	err := p.log.truncateTo(offset, local)
+	if local {
+		p.mu.Lock()
+		p.epoch = max(p.epoch, p.log.latestEpoch())
+		p.mu.Unlock()
+	}
 	p.roleMu.RUnlock()
 	p.logCut()
 	return err

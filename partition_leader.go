@@ -57,6 +57,7 @@ func (p *Partition) BecomeLeader(cfg LeaderConfig) error {
 	leo := p.log.LogEndOffset()
 	hw := p.HighWatermark()
 	p.follower, p.epoch, p.epochStart, p.lagTimeMax = false, cfg.Epoch, leo, cfg.LagTimeMax
+	p.roleGiven = true
 	p.log.roleEpoch.Store(cfg.Epoch)
 	p.replicas = p.replicas[:0]
 	for _, id := range cfg.Followers {
@@ -97,7 +98,7 @@ func (p *Partition) BecomeFollower(epoch int32) error {
 	}
 	p.mu.Lock()
 	hw := p.HighWatermark()
-	p.follower, p.epoch = true, epoch
+	p.follower, p.epoch, p.roleGiven = true, epoch, true
 	p.log.roleEpoch.Store(epoch)
 	p.replicas = nil
 	p.stopISRCheckLocked()

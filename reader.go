@@ -30,15 +30,22 @@ const (
 // ResetPolicy says what a reader does when its position is out of range, below the log start
 // offset (retention deleted the records) or above the log end offset (the log was truncated):
 // Kafka's auto.offset.reset.
+//
+// It also says what a reader does when the log diverged below its position: the log was
+// truncated past the position and may since hold other records there (see Reader). Under
+// ResetEarliest and ResetLatest the reader moves to the divergence point and reads the log's
+// new history from there, as Kafka's consumer with an auto.offset.reset policy seeks to the
+// divergent offset (KIP-320); under ResetNone Next returns ErrLogTruncated.
 type ResetPolicy int8
 
 const (
-	// ResetNone returns ErrOffsetOutOfRange from Next, naming partition and position; the
+	// ResetNone returns ErrOffsetOutOfRange from Next, naming partition and position, and
+	// ErrLogTruncated (a *LogTruncatedError) when the log diverged below the position; the
 	// reader stays there until Seek. It is the zero value: a reader never jumps unasked.
 	ResetNone ResetPolicy = iota
-	// ResetEarliest moves to the log start offset.
+	// ResetEarliest moves to the log start offset; after a divergence, to the divergence point.
 	ResetEarliest
-	// ResetLatest moves to the log end offset.
+	// ResetLatest moves to the log end offset; after a divergence, to the divergence point.
 	ResetLatest
 )
 
@@ -95,21 +102,40 @@ type Reader struct {
 
 type readerPartition struct {
 	p   *Partition
-	pos int64     // offset of the next record to return
-	buf []*Record // fetched, not yet returned; buf[0].Offset >= pos
+	pos int64 // offset of the next record to return
+	// epoch is the leader epoch of the record before pos, the last consumed (Kafka's
+	// FetchPosition.offsetEpoch): the batch's, for a record read; the log's epoch cache's, for
+	// a position the log chose (a start, SeekToEarliest/Latest/Time, a reset); UndefinedEpoch
+	// after Seek or a committed position without one, which are not validated.
+	epoch int32
+	// validate says that pos must be checked against the log's epochs before the next read: it
+	// was resumed from a commit, or the log was truncated since the last check (truncGen).
+	validate bool
+	truncGen uint64
+	buf      []*Record // fetched, not yet returned; buf[0].Offset >= pos
+	epochs   []int32   // the leader epoch of each record of buf
 }
 
 // NewReader returns a reader of the topic configured by cfg. A named reader resumes at its
 // committed positions; partitions without one begin at cfg.Start.
 //
 // Returns ErrInvalidReaderName for a bad name, ErrReaderExists when a live reader of the store
-// has the name, ErrUnknownTopic for a partition the topic lacks, ErrCorrupt when the reader's
+// has the name or one differing from it only in case, or committed positions are kept under
+// such a name (their files would collide on case-insensitive file systems, as topic folders
+// would; see ErrTopicExists), ErrInvalidConfig for a Start or Reset outside their constants,
+// ErrUnknownTopic for a partition the topic lacks, ErrCorrupt when the reader's
 // committed positions cannot be read (Store.DeleteReader resets them), ErrClosed after Close.
 func (t *Topic) NewReader(cfg ReaderConfig) (*Reader, error) {
 	if cfg.Name != "" {
 		if err := checkReaderName(cfg.Name); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Start < Latest || cfg.Start > AtTime {
+		return nil, fmt.Errorf("%w: ReaderConfig.Start = %d (Latest, Earliest, AtOffset or AtTime)", ErrInvalidConfig, cfg.Start)
+	}
+	if cfg.Reset < ResetNone || cfg.Reset > ResetLatest {
+		return nil, fmt.Errorf("%w: ReaderConfig.Reset = %d (ResetNone, ResetEarliest or ResetLatest)", ErrInvalidConfig, cfg.Reset)
 	}
 	if cfg.MaxBytes <= 0 {
 		cfg.MaxBytes = DefaultReaderMaxBytes
@@ -138,27 +164,33 @@ func (t *Topic) NewReader(cfg ReaderConfig) (*Reader, error) {
 	if s.closed || t.isClosed() {
 		return nil, ErrClosed
 	}
-	committed := map[int32]int64{}
+	committed := map[int32]committedPosition{}
 	if cfg.Name != "" {
 		if _, ok := s.readers[cfg.Name]; ok {
 			return nil, fmt.Errorf("%w: %q", ErrReaderExists, cfg.Name)
 		}
-		all, err := s.readPositions(cfg.Name)
+		if err := s.checkReaderCaseCollision(cfg.Name); err != nil {
+			return nil, err
+		}
+		all, err := s.readCommitted(cfg.Name)
 		if err != nil {
 			return nil, err
 		}
 		committed = all[t.name]
 	}
 	for _, rp := range r.parts {
-		if off, ok := committed[rp.p.id]; ok {
-			rp.pos = off
+		rp.truncGen = rp.p.log.truncGen.Load()
+		if c, ok := committed[rp.p.id]; ok {
+			// Kafka's consumer validates a committed position that carries an epoch before
+			// it fetches from it (KIP-320); one without (an old file) is taken as it is.
+			rp.pos, rp.epoch, rp.validate = c.offset, c.leaderEpoch, c.leaderEpoch != UndefinedEpoch
 			continue
 		}
 		off, err := r.startOffset(rp.p)
 		if err != nil {
 			return nil, err
 		}
-		rp.pos = off
+		rp.setPosition(off)
 	}
 	if cfg.Name != "" {
 		s.readers[cfg.Name] = r
@@ -183,13 +215,22 @@ func (r *Reader) startOffset(p *Partition) (int64, error) {
 	}
 }
 
+// setPosition moves rp to off, a position the log chose, with the epoch the log gives the record
+// before it. Callers hold mu (or own rp).
+func (rp *readerPartition) setPosition(off int64) {
+	rp.pos, rp.epoch, rp.validate = off, rp.p.log.epochOf(off-1), false
+	rp.buf, rp.epochs = rp.buf[:0], rp.epochs[:0]
+}
+
 // Name returns the reader's name, "" for an anonymous reader.
 func (r *Reader) Name() string { return r.cfg.Name }
 
 // Next returns the next record, blocking at the end of the log until one is appended, ctx is
 // done (ctx's error) or the reader or its store is closed (ErrClosed). The record is the
 // caller's to keep. Returns ErrOffsetOutOfRange (naming partition and position) when a position
-// is out of range under ResetNone, and ErrCorrupt when the next batch cannot be read.
+// is out of range under ResetNone, a *LogTruncatedError (ErrLogTruncated) when the log diverged
+// below a position under ResetNone (see validate), and ErrCorrupt when the next batch cannot be
+// read.
 func (r *Reader) Next(ctx context.Context) (*Record, error) {
 	for {
 		// Take the wake-up channel before looking, so an append between the look and the wait
@@ -240,16 +281,27 @@ func (r *Reader) pollLocked() (*Record, error) {
 	for i := range n {
 		idx := (r.cursor + i) % n
 		rp := r.parts[idx]
-		if len(rp.buf) == 0 {
-			if err := r.fetch(rp); err != nil {
+		for {
+			if err := r.validate(rp); err != nil {
 				return nil, err
+			}
+			if len(rp.buf) == 0 {
+				if err := r.fetch(rp); err != nil {
+					return nil, err
+				}
+			}
+			// A truncation while fetching may have left records of either history: look
+			// again (validate drops them).
+			if rp.truncGen == rp.p.log.truncGen.Load() {
+				break
 			}
 		}
 		if len(rp.buf) > 0 {
 			rec := rp.buf[0]
 			rp.buf[0] = nil
 			rp.buf = rp.buf[1:]
-			rp.pos = rec.Offset + 1
+			rp.pos, rp.epoch = rec.Offset+1, rp.epochs[0]
+			rp.epochs = rp.epochs[1:]
 			r.cursor = (idx + 1) % n
 			return rec, nil
 		}
@@ -269,9 +321,9 @@ func (r *Reader) fetch(rp *readerPartition) error {
 		if errors.Is(err, ErrOffsetOutOfRange) && attempt == 0 && r.cfg.Reset != ResetNone {
 			from := rp.pos
 			if r.cfg.Reset == ResetEarliest {
-				rp.pos = rp.p.LogStartOffset()
+				rp.setPosition(rp.p.LogStartOffset())
 			} else {
-				rp.pos = rp.p.HighWatermark()
+				rp.setPosition(rp.p.HighWatermark())
 			}
 			rp.p.log.logger.Info("reader position out of range; reset", "reader", r.cfg.Name,
 				"topic", rp.p.Topic(), "partition", rp.p.id, "from", from, "to", rp.pos)
@@ -288,27 +340,108 @@ func (r *Reader) fetch(rp *readerPartition) error {
 			rec.Topic, rec.Partition = rp.p.Topic(), rp.p.id
 		}
 		rp.buf = recs
+		rp.epochs = recordEpochs(rp.epochs[:0], recs, r.scratch)
 		if len(recs) == 0 && len(r.scratch) > 0 {
 			// Only control records: pass over their offsets.
-			rp.pos = lastNextOffset(r.scratch)
+			rp.pos, rp.epoch = lastNextOffset(r.scratch)
 			continue
 		}
 		return nil
 	}
 }
 
-// lastNextOffset returns the offset after the last of the back-to-back batches in b.
-func lastNextOffset(b []byte) int64 {
+// lastNextOffset returns the offset after the last of the back-to-back batches in b, and that
+// batch's leader epoch.
+func lastNextOffset(b []byte) (int64, int32) {
 	var next int64
+	epoch := UndefinedEpoch
 	for len(b) >= recordbatch.HeaderSize {
 		h, err := recordbatch.ParseHeader(b, 0)
 		if err != nil || h.Size() > len(b) {
 			break
 		}
-		next = h.NextOffset()
+		next, epoch = h.NextOffset(), h.PartitionLeaderEpoch
 		b = b[h.Size():]
 	}
-	return next
+	return next, epoch
+}
+
+// recordEpochs appends to dst the leader epoch of each of recs, decoded from the back-to-back
+// batches in b: the epoch of the batch whose offsets hold the record (UndefinedEpoch if none
+// does, which a decode of b never gives).
+func recordEpochs(dst []int32, recs []*Record, b []byte) []int32 {
+	h, ok := recordbatch.Header{}, false
+	next := func() {
+		ok = false
+		if len(b) < recordbatch.HeaderSize {
+			return
+		}
+		var err error
+		if h, err = recordbatch.ParseHeader(b, 0); err != nil || h.Size() > len(b) {
+			return
+		}
+		b, ok = b[h.Size():], true
+	}
+	next()
+	for _, rec := range recs {
+		for ok && h.LastOffset() < rec.Offset {
+			next()
+		}
+		if ok && h.BaseOffset <= rec.Offset {
+			dst = append(dst, h.PartitionLeaderEpoch)
+		} else {
+			dst = append(dst, UndefinedEpoch)
+		}
+	}
+	return dst
+}
+
+// validate checks rp's position against the log's leader epochs when it must (resumed from a
+// commit, or the log was truncated since the last check), as Kafka's consumer validates its
+// position with OffsetsForLeaderEpoch (KIP-320): the log's end offset for the epoch of the last
+// record consumed (the start of the next higher epoch, or the log end offset for the latest)
+// must not lie below the position. Below it, the log diverged there: the records the reader
+// passed from that offset on were truncated, and others may have been appended at their offsets.
+// Under ResetEarliest and ResetLatest the reader then moves to the divergence point, as Kafka's
+// consumer with a reset policy seeks to the divergent offset; under ResetNone it stays, and
+// validate returns a *LogTruncatedError, again at every Next until Seek, as Kafka's consumer
+// throws LogTruncationException. Records fetched before a truncation are dropped: they may be of
+// the old history. Callers hold mu.
+//
+// An epoch the log does not know and newer than all it knows (every record of it was cut, and
+// the log has not yet been given a newer epoch) has, in Kafka, no end offset; here the log end
+// offset stands for it: the cut removed the epoch's first record, so the log diverged at or
+// above where the log now ends, and the log's later epochs will all be newer than it.
+func (r *Reader) validate(rp *readerPartition) error {
+	if g := rp.p.log.truncGen.Load(); g != rp.truncGen {
+		rp.truncGen, rp.validate = g, true
+		rp.buf, rp.epochs = rp.buf[:0], rp.epochs[:0]
+	}
+	if !rp.validate {
+		return nil
+	}
+	if rp.epoch == UndefinedEpoch {
+		rp.validate = false
+		return nil
+	}
+	epoch, end := rp.p.log.endOffsetForEpoch(rp.epoch)
+	if epoch == UndefinedEpoch || end < 0 {
+		epoch, end = rp.epoch, rp.p.LogEndOffset()
+	}
+	if end >= rp.pos {
+		rp.validate = false
+		return nil
+	}
+	from := rp.pos
+	if r.cfg.Reset == ResetNone {
+		return &LogTruncatedError{Topic: rp.p.Topic(), Partition: rp.p.id, CommittedOffset: from,
+			TruncatedOffset: end, LeaderEpoch: rp.epoch}
+	}
+	rp.pos, rp.epoch, rp.validate = end, epoch, false
+	rp.buf, rp.epochs = rp.buf[:0], rp.epochs[:0]
+	rp.p.log.logger.Info("reader position past a truncation; reset to the divergence point", "reader", r.cfg.Name,
+		"topic", rp.p.Topic(), "partition", rp.p.id, "from", from, "leader_epoch", epoch, "to", end)
+	return nil
 }
 
 // stopped reports whether the reader can no longer read: it was closed, or its topic was (the
@@ -339,7 +472,10 @@ func (r *Reader) Seek(partition int32, offset int64) error {
 	if err != nil {
 		return err
 	}
-	rp.pos, rp.buf = offset, rp.buf[:0]
+	// Kafka's seek(partition, offset) carries no epoch, and skips validation.
+	rp.pos, rp.epoch, rp.validate = offset, UndefinedEpoch, false
+	rp.buf, rp.epochs = rp.buf[:0], rp.epochs[:0]
+	rp.truncGen = rp.p.log.truncGen.Load()
 	r.wakeMoved()
 	return nil
 }
@@ -363,7 +499,8 @@ func (r *Reader) seekAll(at func(*Partition) (int64, error)) error {
 		if err != nil {
 			return err
 		}
-		rp.pos, rp.buf = off, rp.buf[:0]
+		rp.setPosition(off)
+		rp.truncGen = rp.p.log.truncGen.Load()
 	}
 	return nil
 }
@@ -438,7 +575,10 @@ func (r *Reader) Close() error {
 	r.wg.Wait()
 	var err error
 	if r.cfg.Name != "" && r.cfg.AutoCommitInterval > 0 {
-		err = r.commit()
+		// A deleted topic's positions are gone with it: nothing to commit.
+		if err = r.commit(); errors.Is(err, errTopicDeleted) {
+			err = nil
+		}
 	}
 	if r.cfg.Name != "" {
 		s := r.topic.store

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -85,13 +87,50 @@ func (l *Log) retire(segs []*segment) error {
 	var errs []error
 	l.retireMu.Lock()
 	for _, s := range segs {
-		errs = append(errs, s.retire(deleteAt))
+		errs = append(errs, s.retire(deleteAt, l.retiredSuffixFor(s.baseOffset)))
 		l.retired = append(l.retired, s)
 	}
 	l.retireMu.Unlock()
 	errs = append(errs, l.fs.SyncDir(l.dir))
 	errs = append(errs, l.sweepRetired(l.now(), false))
 	return errors.Join(errs...)
+}
+
+// retiredSuffixFor returns the suffix for the files of a segment at base being retired:
+// ".deleted", as Kafka names them, unless a retired segment with the same base offset still
+// waits for its delete delay (a truncation, a refill and another truncation, or retention, within
+// file.delete.delay.ms), whose files have that name: then ".<n>.deleted", with the smallest n
+// from 1 that no waiting segment uses. Renaming over the waiting files would lose them under
+// their reads, and deleting them later would delete the new ones. Any name ending ".deleted" is
+// a leftover to the next open (see listSegments), as to Kafka's. Callers hold retireMu.
+func (l *Log) retiredSuffixFor(base int64) string {
+	used := map[string]bool{}
+	for _, r := range l.retired {
+		if r.baseOffset == base {
+			used[r.retiredSuffix] = true
+		}
+	}
+	suffix := deletedSuffix
+	for n := 1; used[suffix]; n++ {
+		suffix = "." + strconv.Itoa(n) + deletedSuffix
+	}
+	return suffix
+}
+
+// trimRetirementNumber removes the ".<n>" that retiredSuffixFor puts before ".deleted" from
+// stem, the name of a file without its ".deleted": "00000000000000000010.log.2" gives
+// "00000000000000000010.log". Other stems are returned as they are.
+func trimRetirementNumber(stem string) string {
+	i := strings.LastIndexByte(stem, '.')
+	if i < 0 || i == len(stem)-1 {
+		return stem
+	}
+	for _, c := range stem[i+1:] {
+		if c < '0' || c > '9' {
+			return stem
+		}
+	}
+	return stem[:i]
 }
 
 // sweepRetired deletes the files of retired segments that no read uses and whose delete time

@@ -107,6 +107,9 @@ type segment struct {
 	// BatchRange, which holds positions rather than bytes, can tell that they changed.
 	truncations atomic.Uint64
 	deleteAt    time.Time
+	// retiredSuffix ends the names of its files once retired (see retiredSuffixFor); set before
+	// retired, under openMu.
+	retiredSuffix string
 
 	// posCache is the store's record position cache (nil: none); positions heads the list of
 	// this segment's entries in it, guarded by the cache's mu.
@@ -212,7 +215,7 @@ func (s *segment) open() error {
 	}
 	suffix := ""
 	if s.retired.Load() {
-		suffix = deletedSuffix
+		suffix = s.retiredSuffix
 	}
 	f, err := s.fs.OpenFile(s.path(logSuffix+suffix), os.O_RDWR, 0)
 	if err != nil {
@@ -446,19 +449,21 @@ func (s *segment) close() error {
 // deleted, as Kafka marks them.
 const deletedSuffix = ".deleted"
 
-// retire renames the segment's files to "*.deleted"; they stay open for reads in progress, and
-// a read that acquired the segment before it left the log reopens them under those names.
-func (s *segment) retire(deleteAt time.Time) error {
+// retire renames the segment's files to "*<suffix>" (".deleted", or ".<n>.deleted"; see
+// retiredSuffixFor); they stay open for reads in progress, and a read that acquired the segment
+// before it left the log reopens them under those names.
+func (s *segment) retire(deleteAt time.Time, suffix string) error {
 	s.openMu.Lock()
 	defer s.openMu.Unlock()
 	// Nothing is written to a segment out of the log: its files may close when idle.
 	s.pinned.Store(false)
 	var errs []error
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		if err := s.fs.Rename(s.path(suf), s.path(suf+deletedSuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := s.fs.Rename(s.path(suf), s.path(suf+suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
+	s.retiredSuffix = suffix
 	s.deleteAt = deleteAt
 	s.retired.Store(true)
 	// Reads in progress finish on the files; no later read needs the positions.
@@ -470,7 +475,7 @@ func (s *segment) retire(deleteAt time.Time) error {
 func (s *segment) removeRetired() error {
 	errs := []error{s.close()}
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		if err := s.fs.Remove(s.path(suf + deletedSuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := s.fs.Remove(s.path(suf + s.retiredSuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}

@@ -194,6 +194,10 @@ func (s *Store) load() error {
 		if !info.IsDir() {
 			continue
 		}
+		if p >= MaxPartitions {
+			// Adopting it would open every partition below it.
+			return fmt.Errorf("%w: partition folder %s: %w", ErrCorrupt, filepath.Join(s.dir, name), checkPartitionCount(p+1))
+		}
 		found[topic] = max(found[topic], p+1)
 	}
 	for topic, n := range found {
@@ -325,8 +329,8 @@ func (s *Store) Dir() string { return s.dir }
 //
 // Returns ErrInvalidTopicName (creating nothing anywhere) for a name outside Kafka's rule or
 // whose partition folder exists as a symbolic link, ErrTopicExists for a held name or one
-// differing only in case, ErrInvalidConfig for a config value out of range, ErrClosed after
-// Close.
+// differing only in case, ErrInvalidConfig for a config value out of range (Partitions above
+// MaxPartitions included), ErrClosed after Close.
 func (s *Store) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	if err := checkTopicName(name); err != nil {
 		return nil, err
@@ -334,8 +338,8 @@ func (s *Store) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	if cfg.Partitions == 0 {
 		cfg.Partitions = 1
 	}
-	if cfg.Partitions < 0 {
-		return nil, fmt.Errorf("%w: Partitions = %d", ErrInvalidConfig, cfg.Partitions)
+	if err := checkPartitionCount(cfg.Partitions); err != nil {
+		return nil, err
 	}
 	if err := cfg.LogConfig.withDefaults(s.o.sync).validate(); err != nil {
 		return nil, err
@@ -411,7 +415,9 @@ func (s *Store) Topics() []string {
 
 // DeleteTopic deletes a topic and all its records: its readers get ErrClosed, its folders are
 // renamed "<folder>-delete" (as Kafka does) and removed; a crash part-way is finished on the next
-// Open. Returns ErrUnknownTopic for a name the store does not hold, ErrClosed after Close.
+// Open. Its committed positions are removed from every reader's file (a file left with none is
+// removed), as Kafka removes a deleted topic's committed offsets from every group, so that a
+// topic created again under the name is read from each reader's configured start. Returns ErrUnknownTopic for a name the store does not hold, ErrClosed after Close.
 func (s *Store) DeleteTopic(name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -448,6 +454,12 @@ func (s *Store) DeleteTopic(name string) error {
 	delete(s.configs, name)
 	if serr := s.saveConfigs(); serr != nil {
 		err = errors.Join(err, serr)
+	}
+	// After the config: a crash in between leaves positions of a topic that no longer exists,
+	// which a topic created again under the name would otherwise resume (see
+	// removeTopicPositions; the next DeleteTopic of the name removes them).
+	if perr := s.removeTopicPositions(name); perr != nil {
+		err = errors.Join(err, perr)
 	}
 	for _, d := range renamed {
 		if rerr := s.o.fs.RemoveAll(d); rerr != nil {

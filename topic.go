@@ -74,8 +74,8 @@ func (t *Topic) SetPartitioner(p Partitioner) { t.partitioner.Store(&p) }
 // success every record's Topic, Partition and Offset are set, and its Timestamp when zero (or
 // always, under LogAppendTime).
 //
-// Records larger than max.message.bytes give ErrRecordTooLarge, and nothing of the call is
-// written to that partition; other partitions of the same call may have been written (the
+// A nil record is ErrInvalidRecord, and nothing of the call is written. Records larger than
+// max.message.bytes give ErrRecordTooLarge, and nothing of the call is written to that partition; other partitions of the same call may have been written (the
 // returned error joins each failed partition's). ErrUnknownTopic when a manual partitioner
 // names a partition the topic lacks (nothing is written then).
 func (t *Topic) Append(ctx context.Context, recs ...*Record) error {
@@ -83,8 +83,15 @@ func (t *Topic) Append(ctx context.Context, recs ...*Record) error {
 }
 
 // AppendAcks appends records as Append does and returns, for each partition's batch, when acks
-// says (see Partition.AppendAcks).
+// says (see Partition.AppendAcks). ErrInvalidConfig, nothing written, for an acks value other
+// than AcksNone, AcksLeader and AcksAll.
 func (t *Topic) AppendAcks(ctx context.Context, acks Acks, recs ...*Record) error {
+	if err := acks.check(); err != nil {
+		return err
+	}
+	if err := checkRecords(recs); err != nil {
+		return err
+	}
 	if len(recs) == 0 {
 		return ctx.Err()
 	}
@@ -252,4 +259,16 @@ func (t *Topic) ApplyRetention(now time.Time) (int, error) {
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// checkRecords returns ErrInvalidRecord, naming its place in the call, for the first nil record
+// of recs: an append takes records, and a nil one would be dereferenced by the partitioner or
+// the encoder.
+func checkRecords(recs []*Record) error {
+	for i, r := range recs {
+		if r == nil {
+			return fmt.Errorf("%w: record %d of %d is nil", ErrInvalidRecord, i, len(recs))
+		}
+	}
+	return nil
 }

@@ -6,6 +6,24 @@ import (
 	"time"
 )
 
+// MaxPartitions is the most partitions a topic may have. Kafka sets no hard limit, but its
+// guidance is about 4,000 partitions per broker, and a Store is one broker's log directory: each
+// partition holds at least three open files (its active segment's .log, .index and .timeindex)
+// with two index mappings of up to segment.index.bytes each, and, in memory, index space set
+// aside for them. A count above it is refused with ErrInvalidConfig before anything is created,
+// and a stored config that declares one is ErrCorrupt, so that a damaged or hostile file cannot
+// make an open create folders and files by the million.
+const MaxPartitions = 4000
+
+// checkPartitionCount returns ErrInvalidConfig, naming the field, the value and the range, for a
+// partition count outside 1 to MaxPartitions.
+func checkPartitionCount(n int32) error {
+	if n < 1 || n > MaxPartitions {
+		return fmt.Errorf("%w: Partitions = %d (1 to %d)", ErrInvalidConfig, n, MaxPartitions)
+	}
+	return nil
+}
+
 // TopicConfig is a topic's configuration: its partition count and the log configuration every
 // partition uses. It is stored with the topic and used again when the store reopens.
 type TopicConfig struct {
@@ -121,6 +139,10 @@ func decodeTopicConfigs(b []byte) (map[string]TopicConfig, error) {
 			return nil, fmt.Errorf("%w: topic configs: %w", ErrCorrupt, err)
 		}
 		c, err := j.toConfig()
+		if err == nil && c.Partitions != 0 {
+			// 0, from a file written before counts were stored, opens the folders found.
+			err = checkPartitionCount(c.Partitions)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: topic %s: %w", ErrCorrupt, name, err)
 		}

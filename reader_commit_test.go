@@ -1,0 +1,250 @@
+package commitlog
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/commitlog-go/commitlog/internal/checkpoint"
+)
+
+var resetNames = map[ResetPolicy]string{ResetNone: "none", ResetEarliest: "earliest", ResetLatest: "latest"}
+
+// divergenceValues returns n record values "<prefix>-<offset>" for offsets from, from+1, ...
+func divergenceValues(prefix string, from, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d", prefix, from+i)
+	}
+	return out
+}
+
+// appendInBatches appends values to tp's partition 0 in batches of 10 records.
+func appendInBatches(t *testing.T, tp *Topic, values []string) {
+	t.Helper()
+	p := stMust(tp.Partition(0))
+	for i := 0; i < len(values); i += 10 {
+		require.NoError(t, p.Append(context.Background(), stRecs(values[i:min(i+10, len(values))]...)...))
+	}
+}
+
+// requireLogTruncated checks that err is ErrLogTruncated for partition 0 of topic events at
+// committed, truncated to truncated.
+func requireLogTruncated(t *testing.T, err error, committed, truncated int64) {
+	t.Helper()
+	require.ErrorIs(t, err, ErrLogTruncated)
+	var lt *LogTruncatedError
+	require.ErrorAs(t, err, &lt)
+	require.Equal(t, "events", lt.Topic)
+	require.Equal(t, int32(0), lt.Partition)
+	require.Equal(t, committed, lt.CommittedOffset)
+	require.Equal(t, truncated, lt.TruncatedOffset)
+}
+
+// nextErr returns the error of the reader's next Next, which must come at once.
+func nextErr(t *testing.T, r *Reader) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rec, err := r.Next(ctx)
+	require.Nil(t, rec)
+	require.NotErrorIs(t, err, context.DeadlineExceeded)
+	return err
+}
+
+// TestReaderCommitDivergence: a named reader commits 120, the log is truncated to 100 and
+// refilled with a new history of 100..149; the reader resuming must not skip the new 100..119.
+// Under ResetEarliest and ResetLatest it moves to the divergence point, 100, and reads the new
+// records from there (Kafka's consumer with an auto.offset.reset policy seeks to the divergent
+// offset); under ResetNone it gets ErrLogTruncated naming 120 and 100, and stays at 120 until
+// Seek.
+func TestReaderCommitDivergence(t *testing.T) {
+	for _, reset := range []ResetPolicy{ResetEarliest, ResetLatest, ResetNone} {
+		t.Run(resetNames[reset], func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, env *storeEnv) {
+				s := env.mustOpen(t)
+				tp := stCreate(t, s, "events", TopicConfig{Partitions: 1})
+				p := stMust(tp.Partition(0))
+				appendInBatches(t, tp, divergenceValues("old", 0, 150))
+
+				r := stReader(t, tp, ReaderConfig{Name: "loader", Start: Earliest})
+				stNextN(t, r, 120)
+				require.NoError(t, r.Commit(context.Background()))
+				require.NoError(t, r.Close())
+
+				require.NoError(t, p.TruncateTo(100))
+				appendInBatches(t, tp, divergenceValues("new", 100, 50))
+
+				r = stReader(t, tp, ReaderConfig{Name: "loader", Reset: reset})
+				require.Equal(t, int64(120), stMust(r.Position(0)))
+				if reset == ResetNone {
+					requireLogTruncated(t, nextErr(t, r), 120, 100)
+					requireLogTruncated(t, nextErr(t, r), 120, 100) // until Seek
+					require.Equal(t, int64(120), stMust(r.Position(0)))
+					require.NoError(t, r.Seek(0, 100))
+				}
+				got := stSeenOf(stNextN(t, r, 20))
+				want := make([]stSeen, 20)
+				for i := range want {
+					want[i] = stSeen{0, int64(100 + i), fmt.Sprintf("new-%d", 100+i)}
+				}
+				require.Equal(t, want, got)
+				require.Equal(t, int64(120), stMust(r.Position(0)))
+			})
+		})
+	}
+}
+
+// TestReaderLiveDivergence: a live reader positioned at 120 (and one at 115 with records of the
+// old history still buffered) while the log is truncated to 100 and refilled: its next record is
+// the new history's 100, never an old record or a skip, or, under ResetNone, ErrLogTruncated.
+func TestReaderLiveDivergence(t *testing.T) {
+	for _, tc := range []struct {
+		reset ResetPolicy
+		read  int
+	}{{ResetEarliest, 120}, {ResetEarliest, 115}, {ResetLatest, 120}, {ResetNone, 120}, {ResetNone, 115}} {
+		t.Run(fmt.Sprintf("%s/at-%d", resetNames[tc.reset], tc.read), func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, env *storeEnv) {
+				s := env.mustOpen(t)
+				tp := stCreate(t, s, "events", TopicConfig{Partitions: 1})
+				p := stMust(tp.Partition(0))
+				appendInBatches(t, tp, divergenceValues("old", 0, 150))
+				r := stReader(t, tp, ReaderConfig{Start: Earliest, Reset: tc.reset})
+				stNextN(t, r, tc.read)
+
+				require.NoError(t, p.TruncateTo(100))
+				appendInBatches(t, tp, divergenceValues("new", 100, 50))
+
+				if tc.reset == ResetNone {
+					requireLogTruncated(t, nextErr(t, r), int64(tc.read), 100)
+					require.NoError(t, r.Seek(0, 100))
+				}
+				rec := stNext(t, r)
+				require.Equal(t, stSeen{0, 100, "new-100"}, stSeenOf([]*Record{rec})[0])
+			})
+		})
+	}
+}
+
+// TestReaderBelowTruncationKeepsReading: a reader whose position is at or below the truncation
+// point has seen nothing that changed: it reads on without a reset or an error, the old records
+// below 100 and then the new history.
+func TestReaderBelowTruncationKeepsReading(t *testing.T) {
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		s := env.mustOpen(t)
+		tp := stCreate(t, s, "events", TopicConfig{Partitions: 1})
+		p := stMust(tp.Partition(0))
+		appendInBatches(t, tp, divergenceValues("old", 0, 150))
+		r := stReader(t, tp, ReaderConfig{Name: "loader", Start: Earliest})
+		stNextN(t, r, 95)
+		require.NoError(t, r.Commit(context.Background()))
+		require.NoError(t, r.Close())
+
+		require.NoError(t, p.TruncateTo(100))
+		appendInBatches(t, tp, divergenceValues("new", 100, 50))
+
+		r = stReader(t, tp, ReaderConfig{Name: "loader"})
+		got := stSeenOf(stNextN(t, r, 10))
+		require.Equal(t, stSeen{0, 95, "old-95"}, got[0])
+		require.Equal(t, stSeen{0, 99, "old-99"}, got[4])
+		require.Equal(t, stSeen{0, 100, "new-100"}, got[5])
+		require.Equal(t, stSeen{0, 104, "new-104"}, got[9])
+	})
+}
+
+// TestReaderCommitFileFormat: Commit writes version 2 of the positions file, with the leader
+// epoch of the last record consumed beside each position (Kafka's OffsetCommit
+// committed_leader_epoch); a version-1 file (positions only) still loads, its positions resumed
+// without validation, as Kafka's consumer skips validation for a commit without an epoch.
+func TestReaderCommitFileFormat(t *testing.T) {
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		s := env.mustOpen(t)
+		tp := stCreate(t, s, "events", TopicConfig{Partitions: 1})
+		p := stMust(tp.Partition(0))
+		appendInBatches(t, tp, divergenceValues("old", 0, 150))
+		r := stReader(t, tp, ReaderConfig{Name: "loader", Start: Earliest})
+		stNextN(t, r, 120)
+		require.NoError(t, r.Commit(context.Background()))
+		require.NoError(t, r.Close())
+		b, err := checkpoint.Read(env.FS(), env.path(readerFilePrefix+"loader"))
+		require.NoError(t, err)
+		require.Equal(t, `{"version":2,"topics":{"events":{"0":{"offset":120,"leader_epoch":0}}}}`, string(b))
+
+		// An old file: the position alone. It resumes at 120 after the truncation, unchecked.
+		require.NoError(t, checkpoint.Write(env.FS(), env.path(readerFilePrefix+"old"), []byte(`{"events":{"0":120}}`)))
+		require.Equal(t, map[string]map[int32]int64{"events": {0: 120}}, stMust(s.CommittedPositions("old")))
+		require.NoError(t, p.TruncateTo(100))
+		appendInBatches(t, tp, divergenceValues("new", 100, 50))
+		old := stReader(t, tp, ReaderConfig{Name: "old"})
+		require.Equal(t, stSeen{0, 120, "new-120"}, stSeenOf([]*Record{stNext(t, old)})[0])
+		// Its next commit writes the new version, with the epoch of what it read.
+		require.NoError(t, old.Commit(context.Background()))
+		b, err = checkpoint.Read(env.FS(), env.path(readerFilePrefix+"old"))
+		require.NoError(t, err)
+		require.Equal(t, `{"version":2,"topics":{"events":{"0":{"offset":121,"leader_epoch":1}}}}`, string(b))
+	})
+}
+
+// TestReaderCommitFileRejects: a positions file whose entries are out of range, or of an unknown
+// version, is ErrCorrupt naming the reader, never a position the reader would resume at.
+func TestReaderCommitFileRejects(t *testing.T) {
+	for _, payload := range []string{
+		`{"events":{"0":-1}}`,
+		`{"events":{"x":1}}`,
+		`{"version":3,"topics":{}}`,
+		`{"version":2,"topics":{"events":{"0":{"offset":-5,"leader_epoch":0}}}}`,
+		`{"version":2,"topics":{"events":{"0":{"offset":5,"leader_epoch":-2}}}}`,
+		`{"version":2,"topics":{"events":{"-1":{"offset":5,"leader_epoch":0}}}}`,
+	} {
+		t.Run(payload, func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, env *storeEnv) {
+				s := env.mustOpen(t)
+				require.NoError(t, checkpoint.Write(env.FS(), env.path(readerFilePrefix+"bad"), []byte(payload)))
+				_, err := s.CommittedPositions("bad")
+				require.ErrorIs(t, err, ErrCorrupt)
+				require.ErrorContains(t, err, `reader "bad"`)
+			})
+		})
+	}
+}
+
+// TestReaderDivergenceAfterPowerLoss: the commit file is durable but the log kept less (a power
+// loss under SyncNever or SyncInterval: the segment ends at 100 after the restart, though the
+// reader committed 120). The reopened log starts a new leader epoch at its end, so that once it
+// is refilled the reader still finds the divergence at 100.
+func TestReaderDivergenceAfterPowerLoss(t *testing.T) {
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		s := env.mustOpen(t, WithSync(SyncNever))
+		tp := stCreate(t, s, "events", TopicConfig{Partitions: 1})
+		p := stMust(tp.Partition(0))
+		appendInBatches(t, tp, divergenceValues("old", 0, 100))
+		kept := p.Size()
+		appendInBatches(t, tp, divergenceValues("old", 100, 50))
+		r := stReader(t, tp, ReaderConfig{Name: "loader", Start: Earliest})
+		stNextN(t, r, 120)
+		require.NoError(t, r.Commit(context.Background()))
+		require.NoError(t, r.Close())
+		require.NoError(t, s.Close())
+
+		// What a power loss leaves: the data past 100 never reached the disk, and the state
+		// says the shutdown was not clean.
+		pdir := env.path(partitionDirName("events", 0))
+		fsTruncate(t, env.FS(), segPath(pdir, 0, logSuffix), kept)
+		st := readTestState(t, env.FS(), pdir)
+		st.clean, st.recoveryPoint = false, 0
+		writeTestState(t, env.FS(), pdir, st)
+
+		s = env.mustOpen(t, WithSync(SyncNever))
+		tp = stMust(s.Topic("events"))
+		require.Equal(t, int64(100), stMust(tp.Partition(0)).LogEndOffset())
+		appendInBatches(t, tp, divergenceValues("new", 100, 50))
+		r = stReader(t, tp, ReaderConfig{Name: "loader"})
+		requireLogTruncated(t, nextErr(t, r), 120, 100)
+		require.NoError(t, r.Close())
+		r = stReader(t, tp, ReaderConfig{Name: "loader", Reset: ResetEarliest})
+		require.Equal(t, stSeen{0, 100, "new-100"}, stSeenOf([]*Record{stNext(t, r)})[0])
+	})
+}
