@@ -201,6 +201,7 @@ func (s *segment) scanFrom(pos, cutFrom int64) (loadReport, error) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		parsed := err == nil // the header's fields can be read (its offsets are checked below)
 		if err == nil {
 			// Offsets only grow; gaps are legal (Kafka's compaction leaves them).
 			switch {
@@ -225,6 +226,14 @@ func (s *segment) scanFrom(pos, cutFrom int64) (loadReport, error) {
 				return rep, err
 			}
 			first := s.nextOffset
+			if parsed && h.BaseOffset >= s.baseOffset && h.BaseOffset < first {
+				// The batch names offsets below those of the batches before it, whose base
+				// offset (not covered by the CRC) must then be damaged: these bytes hold its own
+				// offsets, and whether they lie below the recovery point is decided by them, not
+				// by the damaged claim. A flipped base offset must not turn flushed bytes into
+				// a "torn tail".
+				first = h.BaseOffset
+			}
 			if first >= cutFrom || !framed {
 				rep.badPos, rep.badOffset, rep.cause, rep.cut = sc.pos, first, err, first >= cutFrom
 				break
