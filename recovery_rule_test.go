@@ -301,3 +301,48 @@ func TestRecoveryRuleSealedTear(t *testing.T) {
 		})
 	}
 }
+
+// TestRecoveryRuleDamagedBaseOffsetBelowRecoveryPoint: a batch's base offset is not covered by
+// its CRC, so a flipped bit there leaves a batch that passes every check but claims offsets far
+// past the recovery point. The batch after it, whose header names offsets below the recovery
+// point, lies in flushed bytes: after an unclean shutdown it is kept, not cut as a torn tail
+// because of the offsets the damaged batch before it claimed.
+//
+// The log of twoSegmentLogOpen; the crash leaves the recovery point at 60 (everything flushed);
+// the base offset of the batch [40,50) at position b of segment 30 becomes 40+2^24.
+func TestRecoveryRuleDamagedBaseOffsetBelowRecoveryPoint(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		root := t.TempDir()
+		cfg, recs, b := twoSegmentLogOpen(t, fsy, filepath.Join(root, "log"))
+		dir := filepath.Join(root, "crash")
+		crashCopy(t, fsy, recs.dir, dir)
+		require.NoError(t, recs.log.Close())
+		writeTestState(t, fsy, dir, logState{recoveryPoint: 60})
+		logFile := segPath(dir, 30, logSuffix)
+		flipByte(t, fsy, logFile, b+4) // base offset byte 4: +2^24
+		damaged := fsReadFile(t, fsy, logFile)
+
+		var logs lockedBuffer
+		l := openTestLog(t, fsy, dir, cfg, WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+		requireSameBytes(t, damaged, fsReadFile(t, fsy, logFile), "segment 30 after the open")
+		claimed := int64(40 + 1<<24)
+		require.Equal(t, []int64{0, 30, claimed + 10}, segmentBases(l))
+		require.Equal(t, claimed+10, l.LogEndOffset())
+		for off := int64(0); off < 40; off++ {
+			got, err := l.ReadRecords(off, 1)
+			require.NoError(t, err, "offset %d", off)
+			requireSameRecords(t, recs.want[off:off+1], got[:1])
+		}
+		var found bool
+		for _, r := range logs.records(t) {
+			if r["msg"] == "unreadable batch left in place; the rest of the segment reads as ErrCorrupt" {
+				found = true
+				require.Equal(t, "ERROR", r["level"])
+				require.Equal(t, float64(2*b), r["position"])
+				require.Equal(t, float64(50), r["offset"])
+			}
+			require.NotEqual(t, "truncating a torn tail written after the recovery point of an unclean shutdown", r["msg"])
+		}
+		require.True(t, found, logs.buf.String())
+	})
+}
