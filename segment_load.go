@@ -249,6 +249,10 @@ func (s *segment) scanFrom(pos, cutFrom int64) (loadReport, error) {
 		if err := s.indexLoaded(batchInfo{position: sc.pos, size: h.Size(), lastOffset: h.LastOffset(), maxTimestamp: h.MaxTimestamp}); err != nil {
 			return rep, err
 		}
+		// The corrupt batches before this valid one hold offsets below its base offset, whatever
+		// their damaged headers claim: a claim past it (a flipped last offset delta, which the
+		// CRC covers) must not move the log end offset.
+		claimedNext = -1
 		sc.skip(h)
 	}
 	s.size.Store(sc.pos)
