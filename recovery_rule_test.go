@@ -346,3 +346,43 @@ func TestRecoveryRuleDamagedBaseOffsetBelowRecoveryPoint(t *testing.T) {
 		require.True(t, found, logs.buf.String())
 	})
 }
+
+// TestRecoveryRuleCorruptBatchClaimsNoOffsetPastTheNextBatch: a CRC-bad batch walked over keeps
+// its offsets below the next valid batch's base offset, whatever its damaged header claims: a
+// flipped bit in its last offset delta (covered by the CRC) must not move the log end offset
+// past the offsets of the batches after it. The damage is in the first batch [30,40) of the
+// active segment 30, whose last offset delta becomes 9+2^24.
+func TestRecoveryRuleCorruptBatchClaimsNoOffsetPastTheNextBatch(t *testing.T) {
+	for _, clean := range []bool{true, false} {
+		t.Run(fmt.Sprintf("clean=%v", clean), func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+				root := t.TempDir()
+				cfg, recs, b := twoSegmentLogOpen(t, fsy, filepath.Join(root, "log"))
+				dir := recs.dir
+				if !clean {
+					dir = filepath.Join(root, "crash")
+					crashCopy(t, fsy, recs.dir, dir)
+				}
+				require.NoError(t, recs.log.Close())
+				if !clean {
+					writeTestState(t, fsy, dir, logState{recoveryPoint: 60})
+				}
+				logFile := segPath(dir, 30, logSuffix)
+				flipByte(t, fsy, logFile, 23) // last offset delta, high byte: +2^24
+
+				l := openTestLog(t, fsy, dir, cfg)
+				require.Equal(t, 3*b, fsFileSize(t, fsy, logFile))
+				require.Equal(t, []int64{0, 30}, segmentBases(l))
+				require.Equal(t, int64(60), l.LogEndOffset())
+				more := workloadRecords(60, 1)
+				require.NoError(t, l.Append(context.Background(), more...))
+				require.Equal(t, int64(60), more[0].Offset)
+				got, err := l.ReadRecords(60, 1)
+				require.NoError(t, err)
+				requireSameRecords(t, withOffsets(workloadRecords(60, 1), 60), got)
+				_, err = l.ReadRecords(30, 1)
+				require.ErrorIs(t, err, ErrCorrupt)
+			})
+		})
+	}
+}
