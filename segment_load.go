@@ -196,6 +196,7 @@ func (s *segment) scanFrom(pos, cutFrom int64) (loadReport, error) {
 	limit := s.size.Load()
 	sc := newScanner(s.file, pos, limit, s.maxBatchSize(), scanChunk, nil)
 	lastCorruptBase, claimedNext := int64(-1), int64(-1)
+	afterCorrupt := false // a batch was walked over since the last valid one
 	for {
 		h, err := sc.header()
 		if errors.Is(err, io.EOF) {
@@ -242,10 +243,23 @@ func (s *segment) scanFrom(pos, cutFrom int64) (loadReport, error) {
 			rep.corrupt = append(rep.corrupt, corruptBatch{pos: sc.pos, baseOffset: h.BaseOffset, cause: err})
 			lastCorruptBase = h.BaseOffset
 			claimedNext = max(claimedNext, h.LastOffset()+1)
+			afterCorrupt = true
 			s.bytesSinceIndex += h.Size()
 			sc.skip(h)
 			continue
 		}
+		if afterCorrupt && !s.sealed && s.offsetIdx.CanAppend(h.BaseOffset) {
+			// A read finds its batch by the last offsets in the headers from the index entry
+			// before it on, and a corrupt batch's header may claim any: an entry at this batch's
+			// base offset starts the reads of its offsets here, past the corrupt ones, which
+			// still answer ErrCorrupt for the offsets below it. Kafka's entries are a batch's
+			// last offset; one at its base offset is as valid a place to start a scan.
+			if err := s.offsetIdx.Append(h.BaseOffset, sc.pos); err != nil {
+				return rep, err
+			}
+			s.bytesSinceIndex = 0
+		}
+		afterCorrupt = false
 		if err := s.indexLoaded(batchInfo{position: sc.pos, size: h.Size(), lastOffset: h.LastOffset(), maxTimestamp: h.MaxTimestamp}); err != nil {
 			return rep, err
 		}
