@@ -386,3 +386,55 @@ func TestRecoveryRuleCorruptBatchClaimsNoOffsetPastTheNextBatch(t *testing.T) {
 		})
 	}
 }
+
+// TestRecoveryRuleBatchesAfterACorruptBatchStayReadable: the batches after a batch walked over
+// at open (framing whole, contents bad) read back, whatever field covered by the CRC the damage
+// hit: the CRC itself, or the last offset delta (which a read would otherwise take for the
+// batch's range, and answer ErrCorrupt for the offsets of the batches after it). The damage is in
+// the first batch [30,40) of the active segment 30 after a clean close; offsets 30-39 read as
+// ErrCorrupt at position 0, and 40-59 read back, at the open, after an append, a clean reopen and
+// a crash.
+func TestRecoveryRuleBatchesAfterACorruptBatchStayReadable(t *testing.T) {
+	damages := []struct {
+		name string
+		pos  int64 // of the byte whose low bit is flipped, in the first batch of segment 30
+	}{
+		{"CRC", 17},
+		{"last offset delta", 23},
+	}
+	for _, d := range damages {
+		t.Run(d.name, func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+				root := t.TempDir()
+				cfg, recs, b := twoSegmentLogOpen(t, fsy, filepath.Join(root, "log"))
+				require.NoError(t, recs.log.Close())
+				logFile := segPath(recs.dir, 30, logSuffix)
+				flipByte(t, fsy, logFile, d.pos)
+
+				l := openTestLog(t, fsy, recs.dir, cfg)
+				require.Equal(t, 3*b, fsFileSize(t, fsy, logFile))
+				require.Equal(t, []int64{0, 30}, segmentBases(l))
+				require.Equal(t, int64(60), l.LogEndOffset())
+				requireRecoveredReads(t, l, recs.want, 60, logFile, 30, 40, 0)
+
+				more := workloadRecords(60, 1)
+				require.NoError(t, l.Append(context.Background(), more...))
+				require.Equal(t, int64(60), more[0].Offset)
+				all := append(recs.want[:60:60], withOffsets(workloadRecords(60, 1), 60)...)
+				requireRecoveredReads(t, l, all, 61, logFile, 30, 40, 0)
+				crash := filepath.Join(root, "crash")
+				crashCopy(t, fsy, recs.dir, crash)
+				require.NoError(t, l.Close())
+
+				for _, dir := range []string{recs.dir, crash} {
+					l := openTestLog(t, fsy, dir, cfg)
+					require.Equal(t, int64(61), l.LogEndOffset(), dir)
+					// The append rolled: segment 30 was full.
+					require.Equal(t, []int64{0, 30, 60}, segmentBases(l), dir)
+					requireRecoveredReads(t, l, all, 61, segPath(dir, 30, logSuffix), 30, 40, 0)
+					require.NoError(t, l.Close())
+				}
+			})
+		})
+	}
+}
