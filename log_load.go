@@ -3,7 +3,6 @@ package commitlog
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -85,10 +84,10 @@ func (l *Log) load() error {
 		}
 		if !last && len(rep.corrupt) > 0 {
 			// The timestamps of a corrupt batch are unknown: OffsetForTime must not skip the
-			// segment because of a largest timestamp taken from the others. In memory only: the
-			// segment is sealed, its time index is not written again. Its offsets run up to the
-			// next segment's base: a corrupt batch's header may claim any of them.
-			s.maxTimestamp = math.MaxInt64
+			// segment because of a largest timestamp taken from the others (time retention
+			// still goes by those). Its offsets run up to the next segment's base: a corrupt
+			// batch's header may claim any of them.
+			s.timesUnknown = true
 			s.nextOffset = bases[i+1]
 		}
 		if !last && tearable && rep.badPos < 0 && s.size.Load() == 0 && s.baseOffset >= scanFrom {
@@ -130,7 +129,7 @@ func (l *Log) load() error {
 		s.size.Store(fileSize)
 		if !last {
 			s.nextOffset = bases[i+1]
-			s.maxTimestamp = math.MaxInt64
+			s.timesUnknown = true
 			continue
 		}
 		// The active segment: appends after its kept bytes would be unreachable behind them, and
@@ -153,9 +152,8 @@ func (l *Log) load() error {
 		if err := keptActive.seal(); err != nil {
 			return fmt.Errorf("commitlog: seal %s: %w", keptActive.path(logSuffix), err)
 		}
-		// After the seal wrote its final time index entry: the timestamps of the unreadable
-		// bytes are unknown (see the sealed case above).
-		keptActive.maxTimestamp = math.MaxInt64
+		// The timestamps of the unreadable bytes are unknown (see the sealed case above).
+		keptActive.timesUnknown = true
 		keptActive.nextOffset = keptActiveNext
 		s, err := createSegment(l.fs, l.dir, keptActiveNext, &l.cfg, false)
 		if err != nil {

@@ -285,7 +285,7 @@ func (l *Log) OffsetForTime(ts int64) (int64, error) {
 	var cands []cand
 	for i := l.segmentFor(start); i < len(l.segments); i++ {
 		s := l.segments[i]
-		if s.maxTimestamp >= ts {
+		if s.maxTimestamp >= ts || s.timesUnknown {
 			cands = append(cands, cand{s, s.size.Load()})
 		}
 	}
