@@ -44,7 +44,8 @@ moves that offset before it deletes a segment, so a segment below it may remain,
 reverse). Offsets missing at the end are reported when the log ends below the recovery point
 checkpointed in commitlog-state (every offset below it was flushed; after a clean close it is the
 log end offset of the close), unless segment files renamed *.deleted show a truncation or
-retention in progress.
+retention in progress (a TruncateTo within the last segment stopped between its cut and its
+checkpoint shows the same, and is named in the finding).
 
 Files are only read: verify may run on a store another process has open, though what that
 process is writing may show as an incomplete batch.
@@ -287,7 +288,8 @@ func (v *verifier) partition(dir string) error {
 // flushed, and the log reached it (after a clean close it is the log end offset of the close), so
 // the segment that held them is gone. Not reported while segment files renamed *.deleted are
 // there (a truncation or retention stopped before checkpointing), nor past a damaged segment's
-// end (reported already).
+// end (reported already). A TruncateTo within the last segment that stopped between its cut and
+// its checkpoint leaves no trace of itself: the finding names that cause too.
 func (v *verifier) missingEnd(dir string, segs []*segmentInfo, recoveryPoint int64) {
 	if recoveryPoint < 0 || len(segs) == 0 {
 		return
@@ -306,7 +308,7 @@ func (v *verifier) missingEnd(dir string, segs []*segmentInfo, recoveryPoint int
 		return
 	}
 	v.report(problem{file: filepath.Join(dir, "commitlog-state"), offset: end,
-		what: fmt.Sprintf("offsets %d to %d are in no segment: the recovery point in commitlog-state is %d (every offset below it was flushed), past the log's end %d in %s (a segment file is missing)",
+		what: fmt.Sprintf("offsets %d to %d are in no segment: the recovery point in commitlog-state is %d (every offset below it was flushed), past the log's end %d in %s (a segment file is missing, or a TruncateTo stopped before its checkpoint)",
 			end, recoveryPoint-1, recoveryPoint, end, filepath.Base(last.path))})
 }
 

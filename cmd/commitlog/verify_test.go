@@ -192,7 +192,7 @@ func TestVerifyFindsMissingSegments(t *testing.T) {
 			case tc.remove < 0:
 				// The clean close of produce checkpointed the log end offset, 2000.
 				n := len(logs)
-				want = fmt.Sprintf("%s: position 0, offset %d: offsets %d to 1999 are in no segment: the recovery point in commitlog-state is 2000 (every offset below it was flushed), past the log's end %d in %s (a segment file is missing)",
+				want = fmt.Sprintf("%s: position 0, offset %d: offsets %d to 1999 are in no segment: the recovery point in commitlog-state is 2000 (every offset below it was flushed), past the log's end %d in %s (a segment file is missing, or a TruncateTo stopped before its checkpoint)",
 					filepath.Join(dir, "v-0", "commitlog-state"), bases[n-1], bases[n-1], bases[n-1], filepath.Base(logs[n-2]))
 			case tc.remove == 0:
 				next := logs[1]
