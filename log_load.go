@@ -17,7 +17,7 @@ func (l *Log) load() error {
 	if err := checkpoint.CleanTemp(l.fs, l.dir, "commitlog-"); err != nil {
 		return err
 	}
-	bases, err := l.listSegments()
+	bases, retiring, err := l.listSegments()
 	if err != nil {
 		return err
 	}
@@ -194,6 +194,16 @@ func (l *Log) load() error {
 		}
 		l.segments = l.segments[1:]
 	}
+	if haveState && !retiring && l.active().nextOffset < st.recoveryPoint {
+		// Every offset below the recovery point was flushed, and the cuts above never go below
+		// it: the file that held them is gone. Said before the checkpoint below replaces the
+		// recovery point, the evidence. Not while segments renamed *.deleted were there: a
+		// truncation or retention stopped before its checkpoint leaves the same picture. A
+		// TruncateTo within the active segment that stopped between its cut and its
+		// checkpoint does too, without a trace: the message names it.
+		l.logger.Error("the log ends below its recovery point: flushed offsets are in no segment (a segment file is missing, or a TruncateTo stopped before its checkpoint)",
+			"dir", l.dir, "log_end_offset", l.active().nextOffset, "recovery_point", st.recoveryPoint)
+	}
 	l.logStartOffset = max(st.logStartOffset, l.segments[0].baseOffset)
 	l.recoveryPoint = l.active().nextOffset
 	l.flushTarget = l.recoveryPoint
@@ -223,14 +233,14 @@ func (l *Log) cutAtTear(s *segment, rep loadReport, fileSize int64, later []int6
 }
 
 // listSegments returns the base offsets of the .log files in the directory, in order, after
-// deleting index files that have no .log (Kafka deletes such orphans too).
-func (l *Log) listSegments() ([]int64, error) {
+// deleting index files that have no .log (Kafka deletes such orphans too), and whether segment
+// files renamed *.deleted were there (deleted too).
+func (l *Log) listSegments() (bases []int64, retiring bool, err error) {
 	entries, err := l.fs.ReadDir(l.dir)
 	if err != nil {
-		return nil, fmt.Errorf("commitlog: list %s: %w", l.dir, err)
+		return nil, false, fmt.Errorf("commitlog: list %s: %w", l.dir, err)
 	}
 	logs := map[int64]bool{}
-	var bases []int64
 	for _, e := range entries {
 		if base, ok := parseSegmentName(e.Name(), logSuffix); ok && !e.IsDir() {
 			logs[base] = true
@@ -241,7 +251,7 @@ func (l *Log) listSegments() ([]int64, error) {
 		if isSpareName(e.Name()) && !e.IsDir() {
 			// Made ahead for a roll that never came (log_spare.go).
 			if err := l.fs.Remove(filepath.Join(l.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, err
+				return nil, false, err
 			}
 			continue
 		}
@@ -249,8 +259,9 @@ func (l *Log) listSegments() ([]int64, error) {
 		if stem, ok := strings.CutSuffix(e.Name(), deletedSuffix); ok && !e.IsDir() {
 			for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 				if _, ok := parseSegmentName(stem, suf); ok {
+					retiring = true
 					if err := l.fs.Remove(filepath.Join(l.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
-						return nil, err
+						return nil, false, err
 					}
 				}
 			}
@@ -261,11 +272,11 @@ func (l *Log) listSegments() ([]int64, error) {
 				p := filepath.Join(l.dir, e.Name())
 				l.logger.Warn("removing index without a log file", "file", p)
 				if err := l.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-					return nil, err
+					return nil, false, err
 				}
 			}
 		}
 	}
 	slices.Sort(bases)
-	return bases, nil
+	return bases, retiring, nil
 }

@@ -438,3 +438,29 @@ func TestRecoveryRuleBatchesAfterACorruptBatchStayReadable(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenLogsOffsetsMissingBelowTheRecoveryPoint: a log that ends below its checkpointed
+// recovery point lost flushed offsets (a segment file is gone): the open says so at Error, with
+// the offsets, before the new state checkpoint replaces the evidence. The last segment [60,90) of
+// threeSegmentLog is removed after its clean close (recovery point 90).
+func TestOpenLogsOffsetsMissingBelowTheRecoveryPoint(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		dir := t.TempDir()
+		cfg, _, _ := threeSegmentLog(t, fsy, dir)
+		require.Equal(t, logState{recoveryPoint: 90, clean: true}, readTestState(t, fsy, dir))
+		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			require.NoError(t, fsy.Remove(segPath(dir, 60, suf)))
+		}
+		var logs lockedBuffer
+		l := openTestLog(t, fsy, dir, cfg, WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+		require.Equal(t, int64(60), l.LogEndOffset())
+		msg := "the log ends below its recovery point: flushed offsets are in no segment (a segment file is missing, or a TruncateTo stopped before its checkpoint)"
+		requireLogged(t, &logs, "ERROR", msg)
+		for _, r := range logs.records(t) {
+			if r["msg"] == msg {
+				require.Equal(t, float64(60), r["log_end_offset"])
+				require.Equal(t, float64(90), r["recovery_point"])
+			}
+		}
+	})
+}
