@@ -366,13 +366,16 @@ func (s *segment) firstAtOrAfter(ts, from, end, pos, limit int64, maxDecompresse
 			return 0, false, nil
 		}
 		if h.LastOffset() >= from && h.MaxTimestamp >= ts && !h.Attributes.Control() {
+			// A bad batch is named by the first offset of it the search needed, as a read of
+			// that offset names it.
+			at := max(from, h.BaseOffset)
 			b, err := sc.batch(h)
 			if err != nil {
-				return 0, false, s.readError(sc.pos, from, err)
+				return 0, false, s.readError(sc.pos, at, err)
 			}
 			off, ok, err := firstRecordAtOrAfter(b, lim, from, ts)
 			if err != nil {
-				return 0, false, s.readError(sc.pos, from, err)
+				return 0, false, s.readError(sc.pos, at, err)
 			}
 			if ok {
 				return off, true, nil
