@@ -3,7 +3,6 @@ package commitlog
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,7 +17,7 @@ func (l *Log) load() error {
 	if err := checkpoint.CleanTemp(l.fs, l.dir, "commitlog-"); err != nil {
 		return err
 	}
-	bases, err := l.listSegments()
+	bases, retiring, err := l.listSegments()
 	if err != nil {
 		return err
 	}
@@ -85,10 +84,10 @@ func (l *Log) load() error {
 		}
 		if !last && len(rep.corrupt) > 0 {
 			// The timestamps of a corrupt batch are unknown: OffsetForTime must not skip the
-			// segment because of a largest timestamp taken from the others. In memory only: the
-			// segment is sealed, its time index is not written again. Its offsets run up to the
-			// next segment's base: a corrupt batch's header may claim any of them.
-			s.maxTimestamp = math.MaxInt64
+			// segment because of a largest timestamp taken from the others (time retention
+			// still goes by those). Its offsets run up to the next segment's base: a corrupt
+			// batch's header may claim any of them.
+			s.timesUnknown = true
 			s.nextOffset = bases[i+1]
 		}
 		if !last && tearable && rep.badPos < 0 && s.size.Load() == 0 && s.baseOffset >= scanFrom {
@@ -130,7 +129,7 @@ func (l *Log) load() error {
 		s.size.Store(fileSize)
 		if !last {
 			s.nextOffset = bases[i+1]
-			s.maxTimestamp = math.MaxInt64
+			s.timesUnknown = true
 			continue
 		}
 		// The active segment: appends after its kept bytes would be unreachable behind them, and
@@ -153,9 +152,8 @@ func (l *Log) load() error {
 		if err := keptActive.seal(); err != nil {
 			return fmt.Errorf("commitlog: seal %s: %w", keptActive.path(logSuffix), err)
 		}
-		// After the seal wrote its final time index entry: the timestamps of the unreadable
-		// bytes are unknown (see the sealed case above).
-		keptActive.maxTimestamp = math.MaxInt64
+		// The timestamps of the unreadable bytes are unknown (see the sealed case above).
+		keptActive.timesUnknown = true
 		keptActive.nextOffset = keptActiveNext
 		s, err := createSegment(l.fs, l.dir, keptActiveNext, &l.cfg, false)
 		if err != nil {
@@ -196,6 +194,16 @@ func (l *Log) load() error {
 		}
 		l.segments = l.segments[1:]
 	}
+	if haveState && !retiring && l.active().nextOffset < st.recoveryPoint {
+		// Every offset below the recovery point was flushed, and the cuts above never go below
+		// it: the file that held them is gone. Said before the checkpoint below replaces the
+		// recovery point, the evidence. Not while segments renamed *.deleted were there: a
+		// truncation or retention stopped before its checkpoint leaves the same picture. A
+		// TruncateTo within the active segment that stopped between its cut and its
+		// checkpoint does too, without a trace: the message names it.
+		l.logger.Error("the log ends below its recovery point: flushed offsets are in no segment (a segment file is missing, or a TruncateTo stopped before its checkpoint)",
+			"dir", l.dir, "log_end_offset", l.active().nextOffset, "recovery_point", st.recoveryPoint)
+	}
 	l.logStartOffset = max(st.logStartOffset, l.segments[0].baseOffset)
 	l.recoveryPoint = l.active().nextOffset
 	l.flushTarget = l.recoveryPoint
@@ -225,14 +233,14 @@ func (l *Log) cutAtTear(s *segment, rep loadReport, fileSize int64, later []int6
 }
 
 // listSegments returns the base offsets of the .log files in the directory, in order, after
-// deleting index files that have no .log (Kafka deletes such orphans too).
-func (l *Log) listSegments() ([]int64, error) {
+// deleting index files that have no .log (Kafka deletes such orphans too), and whether segment
+// files renamed *.deleted were there (deleted too).
+func (l *Log) listSegments() (bases []int64, retiring bool, err error) {
 	entries, err := l.fs.ReadDir(l.dir)
 	if err != nil {
-		return nil, fmt.Errorf("commitlog: list %s: %w", l.dir, err)
+		return nil, false, fmt.Errorf("commitlog: list %s: %w", l.dir, err)
 	}
 	logs := map[int64]bool{}
-	var bases []int64
 	for _, e := range entries {
 		if base, ok := parseSegmentName(e.Name(), logSuffix); ok && !e.IsDir() {
 			logs[base] = true
@@ -243,7 +251,7 @@ func (l *Log) listSegments() ([]int64, error) {
 		if isSpareName(e.Name()) && !e.IsDir() {
 			// Made ahead for a roll that never came (log_spare.go).
 			if err := l.fs.Remove(filepath.Join(l.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, err
+				return nil, false, err
 			}
 			continue
 		}
@@ -252,8 +260,9 @@ func (l *Log) listSegments() ([]int64, error) {
 			stem = trimRetirementNumber(stem)
 			for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 				if _, ok := parseSegmentName(stem, suf); ok {
+					retiring = true
 					if err := l.fs.Remove(filepath.Join(l.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
-						return nil, err
+						return nil, false, err
 					}
 				}
 			}
@@ -264,11 +273,11 @@ func (l *Log) listSegments() ([]int64, error) {
 				p := filepath.Join(l.dir, e.Name())
 				l.logger.Warn("removing index without a log file", "file", p)
 				if err := l.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-					return nil, err
+					return nil, false, err
 				}
 			}
 		}
 	}
 	slices.Sort(bases)
-	return bases, nil
+	return bases, retiring, nil
 }

@@ -359,7 +359,7 @@ func (l *Log) offsetForTimeOnce(ts int64) (off int64, retry bool, err error) {
 	var cands []cand
 	for i := l.segmentFor(start); i < len(l.segments); i++ {
 		s := l.segments[i]
-		if s.maxTimestamp >= ts {
+		if s.maxTimestamp >= ts || s.timesUnknown {
 			cands = append(cands, cand{s, s.truncations.Load(), s.size.Load()})
 		}
 	}
@@ -445,13 +445,16 @@ func (s *segment) firstAtOrAfter(ts, from, end, pos, limit int64, maxDecompresse
 			return 0, false, nil
 		}
 		if h.LastOffset() >= from && h.MaxTimestamp >= ts && !h.Attributes.Control() {
+			// A bad batch is named by the first offset of it the search needed, as a read of
+			// that offset names it.
+			at := max(from, h.BaseOffset)
 			b, err := sc.batch(h)
 			if err != nil {
-				return 0, false, s.readError(sc.pos, from, err)
+				return 0, false, s.readError(sc.pos, at, err)
 			}
 			off, ok, err := firstRecordAtOrAfter(b, lim, from, ts)
 			if err != nil {
-				return 0, false, s.readError(sc.pos, from, err)
+				return 0, false, s.readError(sc.pos, at, err)
 			}
 			if ok {
 				return off, true, nil

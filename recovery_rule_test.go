@@ -301,3 +301,183 @@ func TestRecoveryRuleSealedTear(t *testing.T) {
 		})
 	}
 }
+
+// TestRecoveryRuleDamagedBaseOffsetBelowRecoveryPoint: a batch's base offset is not covered by
+// its CRC, so a flipped bit there leaves a batch that passes every check but claims offsets far
+// past the recovery point. The batch after it, whose header names offsets below the recovery
+// point, lies in flushed bytes: after an unclean shutdown it is kept, not cut as a torn tail
+// because of the offsets the damaged batch before it claimed.
+//
+// The log of twoSegmentLogOpen; the crash leaves the recovery point at 60 (everything flushed);
+// the base offset of the batch [40,50) at position b of segment 30 becomes 40+2^24.
+func TestRecoveryRuleDamagedBaseOffsetBelowRecoveryPoint(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		root := t.TempDir()
+		cfg, recs, b := twoSegmentLogOpen(t, fsy, filepath.Join(root, "log"))
+		dir := filepath.Join(root, "crash")
+		crashCopy(t, fsy, recs.dir, dir)
+		require.NoError(t, recs.log.Close())
+		writeTestState(t, fsy, dir, logState{recoveryPoint: 60})
+		logFile := segPath(dir, 30, logSuffix)
+		flipByte(t, fsy, logFile, b+4) // base offset byte 4: +2^24
+		damaged := fsReadFile(t, fsy, logFile)
+
+		var logs lockedBuffer
+		l := openTestLog(t, fsy, dir, cfg, WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+		requireSameBytes(t, damaged, fsReadFile(t, fsy, logFile), "segment 30 after the open")
+		claimed := int64(40 + 1<<24)
+		require.Equal(t, []int64{0, 30, claimed + 10}, segmentBases(l))
+		require.Equal(t, claimed+10, l.LogEndOffset())
+		for off := int64(0); off < 40; off++ {
+			got, err := l.ReadRecords(off, 1)
+			require.NoError(t, err, "offset %d", off)
+			requireSameRecords(t, recs.want[off:off+1], got[:1])
+		}
+		var found bool
+		for _, r := range logs.records(t) {
+			if r["msg"] == "unreadable batch left in place; the rest of the segment reads as ErrCorrupt" {
+				found = true
+				require.Equal(t, "ERROR", r["level"])
+				require.Equal(t, float64(2*b), r["position"])
+				require.Equal(t, float64(50), r["offset"])
+			}
+			require.NotEqual(t, "truncating a torn tail written after the recovery point of an unclean shutdown", r["msg"])
+		}
+		require.True(t, found, logs.buf.String())
+	})
+}
+
+// TestRecoveryRuleCorruptBatchClaimsNoOffsetPastTheNextBatch: a CRC-bad batch walked over keeps
+// its offsets below the next valid batch's base offset, whatever its damaged header claims: a
+// flipped bit in its last offset delta (covered by the CRC) must not move the log end offset
+// past the offsets of the batches after it. The damage is in the first batch [30,40) of the
+// active segment 30, whose last offset delta becomes 9+2^24.
+func TestRecoveryRuleCorruptBatchClaimsNoOffsetPastTheNextBatch(t *testing.T) {
+	for _, clean := range []bool{true, false} {
+		t.Run(fmt.Sprintf("clean=%v", clean), func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+				root := t.TempDir()
+				cfg, recs, b := twoSegmentLogOpen(t, fsy, filepath.Join(root, "log"))
+				dir := recs.dir
+				if !clean {
+					dir = filepath.Join(root, "crash")
+					crashCopy(t, fsy, recs.dir, dir)
+				}
+				require.NoError(t, recs.log.Close())
+				if !clean {
+					writeTestState(t, fsy, dir, logState{recoveryPoint: 60})
+				}
+				logFile := segPath(dir, 30, logSuffix)
+				flipByte(t, fsy, logFile, 23) // last offset delta, high byte: +2^24
+
+				l := openTestLog(t, fsy, dir, cfg)
+				require.Equal(t, 3*b, fsFileSize(t, fsy, logFile))
+				require.Equal(t, []int64{0, 30}, segmentBases(l))
+				require.Equal(t, int64(60), l.LogEndOffset())
+				more := workloadRecords(60, 1)
+				require.NoError(t, l.Append(context.Background(), more...))
+				require.Equal(t, int64(60), more[0].Offset)
+				got, err := l.ReadRecords(60, 1)
+				require.NoError(t, err)
+				requireSameRecords(t, withOffsets(workloadRecords(60, 1), 60), got)
+				_, err = l.ReadRecords(30, 1)
+				require.ErrorIs(t, err, ErrCorrupt)
+			})
+		})
+	}
+}
+
+// TestRecoveryRuleBatchesAfterACorruptBatchStayReadable: the batches after a batch walked over
+// at open (framing whole, contents bad) read back, whatever field covered by the CRC the damage
+// hit: the CRC itself, or the last offset delta (which a read would otherwise take for the
+// batch's range, and answer ErrCorrupt for the offsets of the batches after it). The damage is in
+// the first batch [30,40) of the active segment 30 after a clean close; offsets 30-39 read as
+// ErrCorrupt at position 0, and 40-59 read back, at the open, after an append, a clean reopen and
+// a crash.
+func TestRecoveryRuleBatchesAfterACorruptBatchStayReadable(t *testing.T) {
+	damages := []struct {
+		name string
+		pos  int64 // of the byte whose low bit is flipped, in the first batch of segment 30
+	}{
+		{"CRC", 17},
+		{"last offset delta", 23},
+	}
+	for _, d := range damages {
+		t.Run(d.name, func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+				root := t.TempDir()
+				cfg, recs, b := twoSegmentLogOpen(t, fsy, filepath.Join(root, "log"))
+				require.NoError(t, recs.log.Close())
+				logFile := segPath(recs.dir, 30, logSuffix)
+				flipByte(t, fsy, logFile, d.pos)
+
+				l := openTestLog(t, fsy, recs.dir, cfg)
+				require.Equal(t, 3*b, fsFileSize(t, fsy, logFile))
+				require.Equal(t, []int64{0, 30}, segmentBases(l))
+				require.Equal(t, int64(60), l.LogEndOffset())
+				requireRecoveredReads(t, l, recs.want, 60, logFile, 30, 40, 0)
+
+				more := workloadRecords(60, 1)
+				require.NoError(t, l.Append(context.Background(), more...))
+				require.Equal(t, int64(60), more[0].Offset)
+				all := append(recs.want[:60:60], withOffsets(workloadRecords(60, 1), 60)...)
+				requireRecoveredReads(t, l, all, 61, logFile, 30, 40, 0)
+				crash := filepath.Join(root, "crash")
+				crashCopy(t, fsy, recs.dir, crash)
+				require.NoError(t, l.Close())
+
+				for _, dir := range []string{recs.dir, crash} {
+					l := openTestLog(t, fsy, dir, cfg)
+					require.Equal(t, int64(61), l.LogEndOffset(), dir)
+					// The append rolled: segment 30 was full.
+					require.Equal(t, []int64{0, 30, 60}, segmentBases(l), dir)
+					requireRecoveredReads(t, l, all, 61, segPath(dir, 30, logSuffix), 30, 40, 0)
+					require.NoError(t, l.Close())
+				}
+			})
+		})
+	}
+}
+
+// TestOpenLogsOffsetsMissingBelowTheRecoveryPoint: a log that ends below its checkpointed
+// recovery point lost flushed offsets (a segment file is gone): the open says so at Error, with
+// the offsets, before the new state checkpoint replaces the evidence. The last segment [60,90) of
+// threeSegmentLog is removed after its clean close (recovery point 90).
+func TestOpenLogsOffsetsMissingBelowTheRecoveryPoint(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		dir := t.TempDir()
+		cfg, _, _ := threeSegmentLog(t, fsy, dir)
+		require.Equal(t, logState{recoveryPoint: 90, clean: true}, readTestState(t, fsy, dir))
+		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			require.NoError(t, fsy.Remove(segPath(dir, 60, suf)))
+		}
+		var logs lockedBuffer
+		l := openTestLog(t, fsy, dir, cfg, WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+		require.Equal(t, int64(60), l.LogEndOffset())
+		msg := "the log ends below its recovery point: flushed offsets are in no segment (a segment file is missing, or a TruncateTo stopped before its checkpoint)"
+		requireLogged(t, &logs, "ERROR", msg)
+		for _, r := range logs.records(t) {
+			if r["msg"] == msg {
+				require.Equal(t, float64(60), r["log_end_offset"])
+				require.Equal(t, float64(90), r["recovery_point"])
+			}
+		}
+	})
+}
+
+// TestOffsetForTimeOverACorruptBatchNamesItsOffset: OffsetForTime reaching a corrupt batch kept
+// in place returns ErrCorrupt naming the batch's file, position and first offset, as a read of it
+// does, not the offset the search started from. threeSegmentLog, records at testEpoch + offset
+// ms; the CRC of the batch [40,50) at position b of segment 30 is flipped after the clean close.
+func TestOffsetForTimeOverACorruptBatchNamesItsOffset(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		dir := t.TempDir()
+		cfg, _, b := threeSegmentLog(t, fsy, dir)
+		logFile := segPath(dir, 30, logSuffix)
+		flipByte(t, fsy, logFile, b+17)
+		l := openTestLog(t, fsy, dir, cfg)
+		_, err := l.OffsetForTime(testEpoch.UnixMilli() + 45)
+		require.ErrorIs(t, err, ErrCorrupt)
+		require.Contains(t, err.Error(), fmt.Sprintf("%s position %d (offset 40)", logFile, b))
+	})
+}

@@ -1110,3 +1110,33 @@ func TestBackgroundRetention(t *testing.T) {
 		require.Equal(t, int64(6), p.LogStartOffset())
 	})
 }
+
+// TestTimeRetentionPassesASegmentWithACorruptBatch: a sealed segment holding a CRC-bad batch left
+// in place at open is deleted by time retention by the timestamps of its readable batches, as
+// Kafka deletes a segment by the largest timestamp of its time index, and retention goes on past
+// it (here to the end: every record has expired); OffsetForTime still does not skip it (the corrupt batch's timestamps are unknown).
+//
+// Segments [0,30) [30,60) [60,90) of threeSegmentLog, records at testEpoch + offset ms; the CRC of
+// the batch [40,50) of segment 30 is flipped, and the unclean state (recovery point 30) makes the
+// open scan segment 30 and keep the batch.
+func TestTimeRetentionPassesASegmentWithACorruptBatch(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		dir := t.TempDir()
+		cfg, _, b := threeSegmentLog(t, fsy, dir)
+		cfg.Sync = SyncAlways
+		flipByte(t, fsy, segPath(dir, 30, logSuffix), b+17)
+		writeTestState(t, fsy, dir, logState{recoveryPoint: 30})
+		l := openTestLog(t, fsy, dir, cfg)
+		require.Equal(t, []int64{0, 30, 60}, segmentBases(l))
+
+		_, err := l.OffsetForTime(testEpoch.UnixMilli() + 45)
+		require.ErrorIs(t, err, ErrCorrupt)
+
+		n, err := l.ApplyRetention(testEpoch.Add(DefaultRetentionDuration + time.Hour))
+		require.NoError(t, err)
+		// Every record is older than retention.ms: the active segment goes too (Kafka rolls it).
+		require.Equal(t, 3, n)
+		require.Equal(t, []int64{90}, segmentBases(l))
+		require.Equal(t, int64(90), l.LogStartOffset())
+	})
+}

@@ -88,6 +88,11 @@ type segment struct {
 	// offsetOfMaxTimestamp the last offset of the batch that holds it, for the time index.
 	maxTimestamp         int64
 	offsetOfMaxTimestamp int64
+	// timesUnknown is set at open for a segment holding bytes left in place that cannot be read
+	// (a corrupt batch, or an unreadable rest): their timestamps are unknown, so OffsetForTime
+	// must not skip the segment for a largest timestamp taken from the readable batches. Time
+	// retention still goes by maxTimestamp, as Kafka's goes by the time index's largest entry.
+	timesUnknown bool
 	// rollTimestamp is the first batch's MaxTimestamp, which segment.ms is measured from
 	// (Kafka's rollingBasedTimestamp); -1 when empty.
 	rollTimestamp int64

@@ -196,11 +196,13 @@ func (s *segment) scanFrom(pos, cutFrom int64) (loadReport, error) {
 	limit := s.size.Load()
 	sc := newScanner(s.file, pos, limit, s.maxBatchSize(), scanChunk, nil)
 	lastCorruptBase, claimedNext := int64(-1), int64(-1)
+	afterCorrupt := false // a batch was walked over since the last valid one
 	for {
 		h, err := sc.header()
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		parsed := err == nil // the header's fields can be read (its offsets are checked below)
 		if err == nil {
 			// Offsets only grow; gaps are legal (Kafka's compaction leaves them).
 			switch {
@@ -225,6 +227,14 @@ func (s *segment) scanFrom(pos, cutFrom int64) (loadReport, error) {
 				return rep, err
 			}
 			first := s.nextOffset
+			if parsed && h.BaseOffset >= s.baseOffset && h.BaseOffset < first {
+				// The batch names offsets below those of the batches before it, whose base
+				// offset (not covered by the CRC) must then be damaged: these bytes hold its own
+				// offsets, and whether they lie below the recovery point is decided by them, not
+				// by the damaged claim. A flipped base offset must not turn flushed bytes into
+				// a "torn tail".
+				first = h.BaseOffset
+			}
 			if first >= cutFrom || !framed {
 				rep.badPos, rep.badOffset, rep.cause, rep.cut = sc.pos, first, err, first >= cutFrom
 				break
@@ -233,13 +243,30 @@ func (s *segment) scanFrom(pos, cutFrom int64) (loadReport, error) {
 			rep.corrupt = append(rep.corrupt, corruptBatch{pos: sc.pos, baseOffset: h.BaseOffset, cause: err})
 			lastCorruptBase = h.BaseOffset
 			claimedNext = max(claimedNext, h.LastOffset()+1)
+			afterCorrupt = true
 			s.bytesSinceIndex += h.Size()
 			sc.skip(h)
 			continue
 		}
+		if afterCorrupt && !s.sealed && s.offsetIdx.CanAppend(h.BaseOffset) {
+			// A read finds its batch by the last offsets in the headers from the index entry
+			// before it on, and a corrupt batch's header may claim any: an entry at this batch's
+			// base offset starts the reads of its offsets here, past the corrupt ones, which
+			// still answer ErrCorrupt for the offsets below it. Kafka's entries are a batch's
+			// last offset; one at its base offset is as valid a place to start a scan.
+			if err := s.offsetIdx.Append(h.BaseOffset, sc.pos); err != nil {
+				return rep, err
+			}
+			s.bytesSinceIndex = 0
+		}
+		afterCorrupt = false
 		if err := s.indexLoaded(batchInfo{position: sc.pos, size: h.Size(), lastOffset: h.LastOffset(), maxTimestamp: h.MaxTimestamp}); err != nil {
 			return rep, err
 		}
+		// The corrupt batches before this valid one hold offsets below its base offset, whatever
+		// their damaged headers claim: a claim past it (a flipped last offset delta, which the
+		// CRC covers) must not move the log end offset.
+		claimedNext = -1
 		sc.skip(h)
 	}
 	s.size.Store(sc.pos)

@@ -172,10 +172,9 @@ func (s *Store) load() error {
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasSuffix(name, deleteSuffix) && e.IsDir() {
-			// A DeleteTopic that did not finish: finish it.
-			if err := s.o.fs.RemoveAll(filepath.Join(s.dir, name)); err != nil {
-				return err
-			}
+			// A DeleteTopic that did not finish: finished below, and the folder removed only
+			// once the configuration without the topic is saved, so that an Open stopped in
+			// between still finds the deletion to finish.
 			deleting[name] = true
 			continue
 		}
@@ -246,6 +245,11 @@ func (s *Store) load() error {
 			return err
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(deleting)) {
+		if err := s.o.fs.RemoveAll(filepath.Join(s.dir, name)); err != nil {
+			return err
+		}
+	}
 	if creating != "" {
 		// The topic's folders exist now (or it is not configured: the creation failed).
 		return s.finishCreating()
@@ -254,10 +258,15 @@ func (s *Store) load() error {
 }
 
 // deletionUnfinished reports whether a DeleteTopic of name stopped after renaming one of its
-// folders "<folder>-delete" (removed by load since, and listed in deleting).
+// folders "<folder>-delete" (listed in deleting): the renamed folder is there and the
+// partition's own folder is not. A "-delete" folder whose partition folder is still there is
+// another topic's: names cut to the folder name limit (deleteDirName) can meet.
 func (s *Store) deletionUnfinished(name string, deleting map[string]bool) bool {
 	for p := range s.configs[name].Partitions {
-		if deleting[deleteDirName(name, p)] {
+		if !deleting[deleteDirName(name, p)] {
+			continue
+		}
+		if _, err := s.o.fs.Lstat(filepath.Join(s.dir, partitionDirName(name, p))); errors.Is(err, fs.ErrNotExist) {
 			return true
 		}
 	}

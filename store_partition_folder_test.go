@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -91,6 +93,88 @@ func TestMissingPartitionFolder(t *testing.T) {
 			s, err = Open(dir, withFS(fsy))
 			require.NoError(t, err)
 			require.Empty(t, s.Topics())
+			require.NoError(t, s.Close())
+		})
+	})
+}
+
+// failRenameTo is a file system on which a rename onto the file named name fails, as a crash
+// there would stop the caller.
+type failRenameTo struct {
+	fsys.FS
+	name string
+}
+
+func (f failRenameTo) Rename(oldpath, newpath string) error {
+	if newpath == f.name {
+		return fmt.Errorf("rename %s: %w", newpath, syscall.EIO)
+	}
+	return f.FS.Rename(oldpath, newpath)
+}
+
+// TestUnfinishedTopicDeletion: a DeleteTopic that stopped after renaming a folder
+// "<folder>-delete" is finished by the next Open, and by the one after when that Open stops
+// before the configuration is saved; a folder "-delete" whose name, cut to the folder name limit,
+// is also another topic's, finishes only the deletion of the topic whose folder is gone.
+func TestUnfinishedTopicDeletion(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		t.Run("open stopped while finishing it", func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "store")
+			s, err := Open(dir, withFS(fsy))
+			require.NoError(t, err)
+			tp, err := s.CreateTopic("orders", TopicConfig{Partitions: 2, LogConfig: baseConfig()})
+			require.NoError(t, err)
+			p1, err := tp.Partition(1)
+			require.NoError(t, err)
+			require.NoError(t, p1.Append(context.Background(), workloadRecords(0, 5)...))
+			require.NoError(t, s.Close())
+			require.NoError(t, fsy.Rename(filepath.Join(dir, "orders-0"), filepath.Join(dir, deleteDirName("orders", 0))))
+
+			_, err = Open(dir, withFS(failRenameTo{fsy, filepath.Join(dir, topicsFileName)}))
+			require.ErrorIs(t, err, syscall.EIO)
+
+			s, err = Open(dir, withFS(fsy))
+			require.NoError(t, err)
+			_, err = s.Topic("orders")
+			require.ErrorIs(t, err, ErrUnknownTopic)
+			require.Empty(t, s.Topics())
+			require.NoError(t, s.Close())
+			for _, name := range fsListDir(t, fsy, dir) {
+				require.False(t, strings.HasPrefix(name, "orders"), name)
+			}
+		})
+
+		t.Run("another topic's folder of the same cut name", func(t *testing.T) {
+			prefix := strings.Repeat("t", maxDirNameLength-len("-0"+deleteSuffix))
+			gone, kept := prefix+"aaa", prefix+"bbb"
+			require.Equal(t, deleteDirName(gone, 0), deleteDirName(kept, 0))
+			dir := filepath.Join(t.TempDir(), "store")
+			s, err := Open(dir, withFS(fsy))
+			require.NoError(t, err)
+			for _, name := range []string{gone, kept} {
+				_, err := s.CreateTopic(name, TopicConfig{Partitions: 1, LogConfig: baseConfig()})
+				require.NoError(t, err)
+			}
+			tp, err := s.Topic(kept)
+			require.NoError(t, err)
+			p0, err := tp.Partition(0)
+			require.NoError(t, err)
+			require.NoError(t, p0.Append(context.Background(), workloadRecords(0, 5)...))
+			require.NoError(t, s.Close())
+			// DeleteTopic(gone) stopped after its rename.
+			require.NoError(t, fsy.Rename(filepath.Join(dir, partitionDirName(gone, 0)), filepath.Join(dir, deleteDirName(gone, 0))))
+
+			s, err = Open(dir, withFS(fsy))
+			require.NoError(t, err)
+			require.Equal(t, []string{kept}, s.Topics())
+			tp, err = s.Topic(kept)
+			require.NoError(t, err)
+			p0, err = tp.Partition(0)
+			require.NoError(t, err)
+			require.Equal(t, int64(5), p0.LogEndOffset())
+			recs, err := p0.ReadRecords(0, 1<<20)
+			require.NoError(t, err)
+			requireSameRecords(t, withOffsets(workloadRecords(0, 5), 0), recs)
 			require.NoError(t, s.Close())
 		})
 	})

@@ -41,7 +41,11 @@ starts right after the one before, every segment's first batch starts at its bas
 the segment before the gap is undamaged. Offsets missing at the start are reported when the first
 segment's base offset is above the log start offset checkpointed in commitlog-state (retention
 moves that offset before it deletes a segment, so a segment below it may remain, never the
-reverse).
+reverse). Offsets missing at the end are reported when the log ends below the recovery point
+checkpointed in commitlog-state (every offset below it was flushed; after a clean close it is the
+log end offset of the close), unless segment files renamed *.deleted show a truncation or
+retention in progress (a TruncateTo within the last segment stopped between its cut and its
+checkpoint shows the same, and is named in the finding).
 
 Files are only read: verify may run on a store another process has open, though what that
 process is writing may show as an incomplete batch.
@@ -219,7 +223,8 @@ func (v *verifier) partition(dir string) error {
 		return err
 	}
 	var bases []int64
-	logStart := int64(-1) // from commitlog-state, when it has one
+	logStart, recoveryPoint := int64(-1), int64(-1) // from commitlog-state, when it has one
+	retiring := false                               // segment files renamed *.deleted are there
 	for _, e := range entries {
 		name := e.Name()
 		if name == "commitlog-state" {
@@ -230,7 +235,13 @@ func (v *verifier) partition(dir string) error {
 			if _, err := fmt.Sscanf(string(b), "log-start-offset %d\n", &logStart); err != nil || logStart < 0 {
 				logStart = -1
 			}
+			if _, err := fmt.Sscanf(string(b), "log-start-offset %d\nrecovery-point %d\n", new(int64), &recoveryPoint); err != nil || recoveryPoint < 0 {
+				recoveryPoint = -1
+			}
 			continue
+		}
+		if strings.HasSuffix(name, ".deleted") {
+			retiring = true
 		}
 		if !strings.HasSuffix(name, logSuffix) || !e.Type().IsRegular() {
 			continue
@@ -266,7 +277,39 @@ func (v *verifier) partition(dir string) error {
 		}
 	}
 	v.missingSegments(dir, segs, logStart)
+	if !retiring {
+		v.missingEnd(dir, segs, recoveryPoint)
+	}
 	return nil
+}
+
+// missingEnd reports offsets below the recovery point checkpointed in commitlog-state
+// (recoveryPoint, -1 when unknown) that lie past the log's end: every offset below it was
+// flushed, and the log reached it (after a clean close it is the log end offset of the close), so
+// the segment that held them is gone. Not reported while segment files renamed *.deleted are
+// there (a truncation or retention stopped before checkpointing), nor past a damaged segment's
+// end (reported already). A TruncateTo within the last segment that stopped between its cut and
+// its checkpoint leaves no trace of itself: the finding names that cause too.
+func (v *verifier) missingEnd(dir string, segs []*segmentInfo, recoveryPoint int64) {
+	if recoveryPoint < 0 || len(segs) == 0 {
+		return
+	}
+	last := segs[len(segs)-1]
+	if last.damaged {
+		return
+	}
+	end := last.base
+	for _, s := range segs {
+		if len(s.batches) > 0 {
+			end = max(end, s.lastOffset+1)
+		}
+	}
+	if end >= recoveryPoint {
+		return
+	}
+	v.report(problem{file: filepath.Join(dir, "commitlog-state"), offset: end,
+		what: fmt.Sprintf("offsets %d to %d are in no segment: the recovery point in commitlog-state is %d (every offset below it was flushed), past the log's end %d in %s (a segment file is missing, or a TruncateTo stopped before its checkpoint)",
+			end, recoveryPoint-1, recoveryPoint, end, filepath.Base(last.path))})
 }
 
 // missingSegments reports offsets that lie in no segment where a segment file is clearly gone

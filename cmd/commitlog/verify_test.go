@@ -146,10 +146,11 @@ func TestOpenKeepsWhatVerifyReports(t *testing.T) {
 func TestVerifyFindsMissingSegments(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		remove int // index of the segment whose three files are removed
+		remove int // index of the segment whose three files are removed; -1 the last
 	}{
 		{"a segment in the middle", 1},
 		{"the first segment, against the checkpointed log start offset", 0},
+		{"the last segment, against the checkpointed recovery point", -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "store")
@@ -172,8 +173,12 @@ func TestVerifyFindsMissingSegments(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			remove := tc.remove
+			if remove < 0 {
+				remove = len(logs) - 1
+			}
 			for _, suf := range []string{".log", ".index", ".timeindex"} {
-				if err := os.Remove(strings.TrimSuffix(logs[tc.remove], ".log") + suf); err != nil {
+				if err := os.Remove(strings.TrimSuffix(logs[remove], ".log") + suf); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -182,15 +187,21 @@ func TestVerifyFindsMissingSegments(t *testing.T) {
 			if r.code != 1 {
 				t.Fatalf("verify: exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
 			}
-			next := logs[tc.remove+1]
 			var want string
-			if tc.remove == 0 {
+			switch {
+			case tc.remove < 0:
+				// The clean close of produce checkpointed the log end offset, 2000.
+				n := len(logs)
+				want = fmt.Sprintf("%s: position 0, offset %d: offsets %d to 1999 are in no segment: the recovery point in commitlog-state is 2000 (every offset below it was flushed), past the log's end %d in %s (a segment file is missing, or a TruncateTo stopped before its checkpoint)",
+					filepath.Join(dir, "v-0", "commitlog-state"), bases[n-1], bases[n-1], bases[n-1], filepath.Base(logs[n-2]))
+			case tc.remove == 0:
+				next := logs[1]
 				want = fmt.Sprintf("%s: position 0, offset 0: offsets 0 to %d are in no segment: the log start offset in commitlog-state is 0, below this first segment's base offset %d (a segment file is missing)",
 					next, bases[1]-1, bases[1])
-			} else {
+			default:
 				want = fmt.Sprintf("offsets %d to %d are in no segment: a segment file is missing between %s and this one (no batch of the partition shows the holes that compaction leaves)",
 					bases[1], bases[2]-1, filepath.Base(logs[0]))
-				want = fmt.Sprintf("%s: position 0, offset %d: %s", next, bases[1], want)
+				want = fmt.Sprintf("%s: position 0, offset %d: %s", logs[2], bases[1], want)
 			}
 			if lines := outLines(r.stdout); len(lines) != 1 || lines[0] != want {
 				t.Fatalf("verify found:\n%s\nwant the one line\n%s", r.stdout, want)
