@@ -198,7 +198,8 @@ func first(lines []string) string {
 }
 
 // loadEpochs reads the partition's leader-epoch-checkpoint and brings it in line with the
-// recovered log: entries at or past the log end offset (their batches did not survive) go, the
+// recovered log: entries past the log end offset (their batches did not survive) go, one
+// starting at it stays (an epoch begun before its first append), the
 // first entry starts no lower than the log start offset, and, after a crash, epochs of batches
 // written since the recovery point (from scanFrom on) that the file missed are added from their
 // headers. A missing file is an empty cache (a log that no leader stamped); an unreadable one is
@@ -224,7 +225,12 @@ func (l *Log) loadEpochs(scanFrom int64, newEpoch bool) error {
 	l.fs.Remove(path + checkpoint.TempSuffix)
 	leo, start := l.active().nextOffset, l.logStartOffset
 	top, _ := l.epochs.latest() // before the cut: the highest epoch the last run recorded
-	changed := l.epochs.truncateFromEnd(leo)
+	// An entry starting exactly at the log end offset is an epoch begun with nothing appended
+	// yet (a leader's, or the local epoch a truncation started): it stays, or the next appends
+	// would be stamped with the epoch before it, and a reader positioned past the cut in that
+	// older epoch would find no divergence once the log is refilled. Entries past the log end
+	// offset lost their batches.
+	changed := l.epochs.truncateFromEnd(leo + 1)
 	changed = l.epochs.truncateFromStart(start) || changed
 	// Headers only: recovery has just checked these batches, and a whole segment written since
 	// the last flush (up to segment.bytes) is read again only for its 61-byte headers.
