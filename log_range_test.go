@@ -3,10 +3,12 @@ package commitlog
 import (
 	"bytes"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -205,4 +207,42 @@ func TestReadRangeAfterTruncationAndClose(t *testing.T) {
 		require.ErrorIs(t, err, ErrClosed)
 		require.NoError(t, r.Close())
 	})
+}
+
+// TestCutBelowMatchesEveryTruncation: cutBelow, asked about any earlier truncation count, gives
+// the lowest log end offset a truncation since then left, as a scan of every truncation would,
+// however many ran; past maxCutFloors rising truncations it may only answer lower (a cut that did
+// not happen reported, never a cut missed).
+func TestCutBelowMatchesEveryTruncation(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		rng := rand.New(rand.NewPCG(seed, 0))
+		l := &Log{}
+		var leos []int64 // leos[g-1]: the log end offset truncation g left
+		for g := uint64(1); g <= 500; g++ {
+			leo := rng.Int64N(1000)
+			if seed == 3 {
+				leo = int64(g) // rising: more floors than kept
+			}
+			l.truncGen.Store(g)
+			l.noteCutFloor(g, leo)
+			leos = append(leos, leo)
+			require.LessOrEqual(t, len(l.cutFloors), maxCutFloors)
+			for from := uint64(0); from < g; from++ {
+				want := slices.Min(leos[from:])
+				to, cut := l.cutBelow(from, want+1)
+				require.True(t, cut, "seed %d gen %d from %d", seed, g, from)
+				if seed != 3 || g-from <= maxCutFloors-1 {
+					require.Equal(t, want, to, "seed %d gen %d from %d", seed, g, from)
+				} else {
+					require.LessOrEqual(t, to, want, "seed %d gen %d from %d", seed, g, from)
+				}
+				if seed != 3 {
+					_, cut = l.cutBelow(from, want)
+					require.False(t, cut, "seed %d gen %d from %d", seed, g, from)
+				}
+			}
+			_, cut := l.cutBelow(g, 0)
+			require.False(t, cut)
+		}
+	}
 }
