@@ -183,6 +183,10 @@ func (l *Log) readRangeOnce(offset int64, maxBytes int, upTo int64) (r *BatchRan
 			if err != nil || r.s == nil {
 				l.release(sp.s)
 			}
+			if err != nil && l.isClosed() {
+				// Close closed the file under the walk: not an I/O error of the segment.
+				return nil, false, ErrClosed
+			}
 			return r, false, err
 		}
 		// A gap after this segment's last batch (compaction): the next segment goes on.
