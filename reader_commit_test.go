@@ -279,3 +279,30 @@ func TestReaderDivergenceAfterTruncateAndCleanReopen(t *testing.T) {
 		require.Equal(t, stSeen{0, 100, "new-100"}, stSeenOf([]*Record{stNext(t, r)})[0])
 	})
 }
+
+// TestReaderCommitKeepsOtherPartitions: a named reader of some of a topic's partitions commits
+// those only; the positions the name committed earlier for the others stay, as Kafka's
+// OffsetCommit changes only the partitions it lists.
+func TestReaderCommitKeepsOtherPartitions(t *testing.T) {
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		s := env.mustOpen(t)
+		tp := stCreate(t, s, "events", TopicConfig{Partitions: 3})
+		for id := range int32(3) {
+			require.NoError(t, stMust(tp.Partition(id)).Append(context.Background(), stRecs("a", "b", "c")...))
+		}
+		for _, c := range []struct {
+			id   int32
+			read int
+		}{{0, 2}, {1, 1}} {
+			r := stReader(t, tp, ReaderConfig{Name: "x", Start: Earliest, Partitions: []int32{c.id}})
+			stNextN(t, r, c.read)
+			require.NoError(t, r.Commit(context.Background()))
+			require.NoError(t, r.Close())
+		}
+		require.Equal(t, map[string]map[int32]int64{"events": {0: 2, 1: 1}}, stMust(s.CommittedPositions("x")))
+
+		// A reader of them all resumes at both and begins partition 2 at Start.
+		r := stReader(t, tp, ReaderConfig{Name: "x", Start: Earliest})
+		require.Equal(t, map[int32]int64{0: 2, 1: 1, 2: 0}, r.Positions())
+	})
+}
