@@ -55,13 +55,32 @@ func (c *epochCache) latest() (e epochEntry, ok bool) {
 // assign records that epoch starts at offset and reports whether that changed the cache. Only an
 // epoch newer than the latest is recorded (a leader's later batches in the same epoch change
 // nothing); entries starting at or after offset are dropped first, as Kafka does, since their
-// offsets are being rewritten.
+// offsets are being rewritten. A batch of an older epoch at offset drops the newer entries that
+// start at or after offset (epochs begun at the log end without a batch: a replica that led
+// without writing and then follows a leader whose older epoch runs on), so that the cache says
+// what the batches do, as Kafka's LeaderEpochFileCache drops the entries a new one makes
+// non-monotonic; newer entries below offset stay, and the batch is not recorded.
 func (c *epochCache) assign(epoch int32, offset int64) bool {
 	if epoch < 0 {
 		return false
 	}
 	if e, ok := c.latest(); ok && epoch <= e.epoch {
-		return false
+		if e.startOffset < offset {
+			return false
+		}
+		n := len(c.entries)
+		for n > 0 && c.entries[n-1].startOffset >= offset && c.entries[n-1].epoch > epoch {
+			n--
+		}
+		if n == len(c.entries) {
+			return false
+		}
+		c.entries = c.entries[:n]
+		if e, ok := c.latest(); ok && e.epoch >= epoch {
+			return true
+		}
+		c.entries = append(c.entries, epochEntry{epoch: epoch, startOffset: offset})
+		return true
 	}
 	c.truncateFromEnd(offset)
 	c.entries = append(c.entries, epochEntry{epoch: epoch, startOffset: offset})
@@ -333,7 +352,10 @@ func (l *Log) startLeaderEpoch(epoch int32) error {
 	}
 	l.mu.Lock()
 	l.leaderEpoch = epoch
-	changed := l.epochs.assign(epoch, l.active().nextOffset)
+	changed := false
+	if e, ok := l.epochs.latest(); !ok || epoch > e.epoch {
+		changed = l.epochs.assign(epoch, l.active().nextOffset)
+	}
 	l.mu.Unlock()
 	if changed {
 		if err := l.writeEpochs(); err != nil {

@@ -1168,3 +1168,32 @@ func TestReplicationFollowerDropsEpochItNeverWrote(t *testing.T) {
 		require.Equal(t, repExpect("v", 13, 1), repValues([]*Record{stNext(t, r)}))
 	})
 }
+
+// TestEpochCacheAssign: what a batch of epoch at offset does to the cache (1 0) (2 10) (4 10),
+// whose epochs 2 and 4 began at the log end offset, 10, without a batch.
+func TestEpochCacheAssign(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		epoch       int32
+		offset      int64
+		want        []epochEntry
+		wantChanged bool
+	}{
+		{"the latest epoch's first batch", 4, 10, []epochEntry{{1, 0}, {2, 10}, {4, 10}}, false},
+		{"a newer epoch", 5, 10, []epochEntry{{1, 0}, {5, 10}}, true},
+		{"an empty epoch's batch drops the newer ones", 2, 10, []epochEntry{{1, 0}, {2, 10}}, true},
+		{"an older epoch's batch drops the epochs begun without one", 1, 10, []epochEntry{{1, 0}}, true},
+		{"an epoch between them", 3, 10, []epochEntry{{1, 0}, {2, 10}, {3, 10}}, true},
+		{"undefined", UndefinedEpoch, 10, []epochEntry{{1, 0}, {2, 10}, {4, 10}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := epochCache{entries: []epochEntry{{1, 0}, {2, 10}, {4, 10}}}
+			require.Equal(t, tc.wantChanged, c.assign(tc.epoch, tc.offset))
+			require.Equal(t, tc.want, c.entries)
+		})
+	}
+	// Past the latest epoch's start, an older epoch's batch changes nothing.
+	c := epochCache{entries: []epochEntry{{1, 0}, {2, 10}}}
+	require.False(t, c.assign(1, 20))
+	require.Equal(t, []epochEntry{{1, 0}, {2, 10}}, c.entries)
+}
