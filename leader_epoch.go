@@ -55,13 +55,32 @@ func (c *epochCache) latest() (e epochEntry, ok bool) {
 // assign records that epoch starts at offset and reports whether that changed the cache. Only an
 // epoch newer than the latest is recorded (a leader's later batches in the same epoch change
 // nothing); entries starting at or after offset are dropped first, as Kafka does, since their
-// offsets are being rewritten.
+// offsets are being rewritten. A batch of an older epoch at offset drops the newer entries that
+// start at or after offset (epochs begun at the log end without a batch: a replica that led
+// without writing and then follows a leader whose older epoch runs on), so that the cache says
+// what the batches do, as Kafka's LeaderEpochFileCache drops the entries a new one makes
+// non-monotonic; newer entries below offset stay, and the batch is not recorded.
 func (c *epochCache) assign(epoch int32, offset int64) bool {
 	if epoch < 0 {
 		return false
 	}
 	if e, ok := c.latest(); ok && epoch <= e.epoch {
-		return false
+		if e.startOffset < offset {
+			return false
+		}
+		n := len(c.entries)
+		for n > 0 && c.entries[n-1].startOffset >= offset && c.entries[n-1].epoch > epoch {
+			n--
+		}
+		if n == len(c.entries) {
+			return false
+		}
+		c.entries = c.entries[:n]
+		if e, ok := c.latest(); ok && e.epoch >= epoch {
+			return true
+		}
+		c.entries = append(c.entries, epochEntry{epoch: epoch, startOffset: offset})
+		return true
 	}
 	c.truncateFromEnd(offset)
 	c.entries = append(c.entries, epochEntry{epoch: epoch, startOffset: offset})
@@ -198,7 +217,8 @@ func first(lines []string) string {
 }
 
 // loadEpochs reads the partition's leader-epoch-checkpoint and brings it in line with the
-// recovered log: entries at or past the log end offset (their batches did not survive) go, the
+// recovered log: entries past the log end offset (their batches did not survive) go, one
+// starting at it stays (an epoch begun before its first append), the
 // first entry starts no lower than the log start offset, and, after a crash, epochs of batches
 // written since the recovery point (from scanFrom on) that the file missed are added from their
 // headers. A missing file is an empty cache (a log that no leader stamped); an unreadable one is
@@ -224,7 +244,12 @@ func (l *Log) loadEpochs(scanFrom int64, newEpoch bool) error {
 	l.fs.Remove(path + checkpoint.TempSuffix)
 	leo, start := l.active().nextOffset, l.logStartOffset
 	top, _ := l.epochs.latest() // before the cut: the highest epoch the last run recorded
-	changed := l.epochs.truncateFromEnd(leo)
+	// An entry starting exactly at the log end offset is an epoch begun with nothing appended
+	// yet (a leader's, or the local epoch a truncation started): it stays, or the next appends
+	// would be stamped with the epoch before it, and a reader positioned past the cut in that
+	// older epoch would find no divergence once the log is refilled. Entries past the log end
+	// offset lost their batches.
+	changed := l.epochs.truncateFromEnd(leo + 1)
 	changed = l.epochs.truncateFromStart(start) || changed
 	// Headers only: recovery has just checked these batches, and a whole segment written since
 	// the last flush (up to segment.bytes) is read again only for its 61-byte headers.
@@ -327,7 +352,10 @@ func (l *Log) startLeaderEpoch(epoch int32) error {
 	}
 	l.mu.Lock()
 	l.leaderEpoch = epoch
-	changed := l.epochs.assign(epoch, l.active().nextOffset)
+	changed := false
+	if e, ok := l.epochs.latest(); !ok || epoch > e.epoch {
+		changed = l.epochs.assign(epoch, l.active().nextOffset)
+	}
 	l.mu.Unlock()
 	if changed {
 		if err := l.writeEpochs(); err != nil {

@@ -98,6 +98,9 @@ type Log struct {
 	// truncations remembers the last truncations, for the appends waiting for durability while
 	// they ran (see removedByTruncation); guarded by mu.
 	truncations [8]truncation
+	// cutFloors answers, for any earlier truncation count, the lowest log end offset a
+	// truncation since left (see cutBelow); guarded by mu.
+	cutFloors []cutFloor
 	// dirDirty says that a roll under SyncNever or SyncInterval created (or claimed) segment
 	// files whose directory entries no SyncDir has covered yet. The flush of sealed segments
 	// syncs the directory, but a roll at the recovery point (the first roll after an open, whose

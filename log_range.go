@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"sync"
 )
 
@@ -81,27 +82,49 @@ func (r *BatchRange) check() error {
 }
 
 // cutBelow reports whether a truncation counted after logGen (a value of truncGen) left a log end
-// offset below offset, removing records under it, and the lowest it left. When more truncations
-// ran since logGen than the log remembers, it reports a cut (to the log start offset): a reader
-// told to read again loses nothing, one told nothing might mix histories. Callers hold mu.
+// offset below offset, removing records under it, and the lowest it left (no lower than the log
+// start offset). It is exact however many truncations ran since logGen, unless more than
+// maxCutFloors truncations, each leaving a higher log end than the one before, have run since:
+// then it may report a cut, to a lower offset than the true one, that did not happen (a reader
+// told to read again loses nothing; one told nothing might mix histories). Callers hold mu.
 func (l *Log) cutBelow(logGen uint64, offset int64) (to int64, cut bool) {
-	now := l.truncGen.Load()
-	if now == logGen {
+	if l.truncGen.Load() == logGen {
 		return 0, false
 	}
-	to = math.MaxInt64
-	seen := 0
-	for _, tr := range l.truncations {
-		if tr.gen <= logGen {
-			break
-		}
-		seen++
-		to = min(to, tr.offset)
+	// The floors' generations increase: the first one after logGen holds the minimum.
+	i := sort.Search(len(l.cutFloors), func(i int) bool { return l.cutFloors[i].gen > logGen })
+	if i == len(l.cutFloors) {
+		return l.logStartOffset, true // not reached: the newest truncation has a floor
 	}
-	if uint64(seen) < now-logGen {
-		return l.logStartOffset, true
-	}
+	to = l.cutFloors[i].offset
 	return max(to, l.logStartOffset), to < offset
+}
+
+// cutFloor says that the truncations counted after the previous floor's gen, up to and including
+// gen, and every one after them, left log end offsets at or above offset.
+type cutFloor struct {
+	gen    uint64
+	offset int64
+}
+
+// maxCutFloors bounds the floors kept. Only truncations each leaving a higher log end offset
+// than the last add floors; past the bound the two oldest merge, into one that may say a lower
+// offset than the truth for the older generations (a cut reported that did not happen).
+const maxCutFloors = 64
+
+// noteCutFloor records that truncation count gen left a log end offset of leo: the floors whose
+// offsets are not below leo are dropped (leo is now the minimum for them), and the new one goes
+// on top, keeping both gens and offsets increasing. Callers hold mu.
+func (l *Log) noteCutFloor(gen uint64, leo int64) {
+	n := len(l.cutFloors)
+	for n > 0 && l.cutFloors[n-1].offset >= leo {
+		n--
+	}
+	l.cutFloors = append(l.cutFloors[:n], cutFloor{gen: gen, offset: leo})
+	if len(l.cutFloors) > maxCutFloors {
+		l.cutFloors[1].offset = l.cutFloors[0].offset
+		l.cutFloors = append(l.cutFloors[:0], l.cutFloors[1:]...)
+	}
 }
 
 // Close releases the segment. It returns nil, also when called again.
@@ -159,6 +182,10 @@ func (l *Log) readRangeOnce(offset int64, maxBytes int, upTo int64) (r *BatchRan
 		if err != nil || found {
 			if err != nil || r.s == nil {
 				l.release(sp.s)
+			}
+			if err != nil && l.isClosed() {
+				// Close closed the file under the walk: not an I/O error of the segment.
+				return nil, false, ErrClosed
 			}
 			return r, false, err
 		}

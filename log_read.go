@@ -382,6 +382,9 @@ func (l *Log) offsetForTimeOnce(ts int64) (off int64, retry bool, err error) {
 		switch {
 		case changed:
 			return 0, true, nil
+		case err != nil && l.isClosed():
+			// Close closed the file under the search: not an I/O error of the segment.
+			return 0, false, ErrClosed
 		case err != nil:
 			return 0, false, err
 		case found:

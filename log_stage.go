@@ -161,6 +161,7 @@ type truncation struct {
 func (l *Log) noteTruncation(leo int64) {
 	copy(l.truncations[1:], l.truncations[:len(l.truncations)-1])
 	l.truncations[0] = truncation{gen: l.truncGen.Load(), offset: leo, durable: l.durableSeq}
+	l.noteCutFloor(l.truncGen.Load(), leo)
 }
 
 // removedByTruncation reports whether a truncation since t's write removed some of its records

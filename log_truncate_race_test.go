@@ -510,3 +510,60 @@ func TestReadRangeAcrossTruncation(t *testing.T) {
 		})
 	}
 }
+
+// TestReadsAcrossManyTruncationsAbove: more truncations than the log remembers (twelve) run
+// while a range is held, and between two reads of a scan, each cutting only records past them
+// and the log refilled after each: none removed a record of the range or one the scan yielded,
+// so the range is sent whole and the scan goes on to the end it began with, as after one such
+// truncation (TestReadRangeAcrossTruncation, TestScanAcrossTruncation).
+func TestReadsAcrossManyTruncationsAbove(t *testing.T) {
+	const truncations = 12
+	churn := func(t *testing.T, l *Log) {
+		ctx := context.Background()
+		for i := range truncations {
+			require.NoError(t, l.TruncateTo(20))
+			for l.LogEndOffset() < 40 {
+				first := int(l.LogEndOffset())
+				require.NoError(t, l.Append(ctx, workloadRecords(first+1000*(i+1), 10)...))
+			}
+		}
+	}
+	t.Run("BatchRange", func(t *testing.T) {
+		forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+			l := openTestLog(t, fsy, t.TempDir(), baseConfig(), WithSync(SyncNever))
+			appendBatches(t, l, 4, 10)
+			want, err := l.ReadBatches(nil, 0, 1)
+			require.NoError(t, err)
+			r, err := l.ReadRange(0, 1)
+			require.NoError(t, err)
+			defer r.Close()
+			require.Equal(t, int64(10), r.NextOffset())
+			churn(t, l)
+			var buf bytes.Buffer
+			n, err := r.WriteTo(&buf)
+			require.NoError(t, err)
+			require.Equal(t, r.Len(), n)
+			requireSameBytes(t, want, buf.Bytes())
+		})
+	})
+	t.Run("Scan", func(t *testing.T) {
+		forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+			l := openTestLog(t, fsy, t.TempDir(), baseConfig(), WithSync(SyncNever))
+			appendBatches(t, l, 4, 10)
+			var offs []int64
+			for r, err := range l.Scan(0) {
+				require.NoError(t, err)
+				offs = append(offs, r.Offset)
+				wantKey := workloadRecord(int(r.Offset)).Key
+				if r.Offset >= 20 {
+					wantKey = workloadRecord(int(r.Offset) + 1000*truncations).Key
+				}
+				require.Equal(t, wantKey, r.Key, "offset %d", r.Offset)
+				if r.Offset == 5 {
+					churn(t, l) // the scan has read the first batch only
+				}
+			}
+			require.Equal(t, offsetsIn(0, 40), offs)
+		})
+	})
+}

@@ -167,7 +167,9 @@ func encodePositions(all map[string]map[int32]committedPosition) ([]byte, error)
 // partition) with the leader epoch of the last record consumed in each (Kafka's OffsetCommit
 // committed_leader_epoch, KIP-320), so that a reader opened later with the same name resumes
 // exactly there, after checking that the log did not diverge below the position meanwhile (see
-// ResetPolicy). The file is replaced atomically (temp file, fsync, rename, directory fsync).
+// ResetPolicy). Only the partitions the reader reads are written: positions committed under the
+// name for the topic's other partitions stay, as Kafka's OffsetCommit changes only the
+// partitions it lists. The file is replaced atomically (temp file, fsync, rename, directory fsync).
 // Anonymous readers have nothing to commit: Commit returns ErrInvalidReaderName. ErrClosed after
 // Close; ctx's error if it is done before the write.
 func (r *Reader) Commit(ctx context.Context) error {
@@ -186,7 +188,8 @@ func (r *Reader) Commit(ctx context.Context) error {
 	return r.commit()
 }
 
-// commit writes the positions file, keeping the entries of other topics read under this name.
+// commit writes the positions file, keeping the entries of other topics, and of the topic's
+// other partitions, committed under this name.
 // It holds the store's lock shared, so that DeleteTopic, which rewrites the files, never runs
 // between its read and its write; a reader of a topic since deleted commits nothing (ErrClosed),
 // so that the deleted topic's positions never come back.
@@ -204,8 +207,14 @@ func (r *Reader) commit() error {
 		// Overwriting a damaged file with good positions is the repair.
 		all = map[string]map[int32]committedPosition{}
 	}
+	// The partitions this reader reads replace their entries; those of the topic's other
+	// partitions, committed under the name by a reader of them, stay (Kafka's OffsetCommit
+	// changes only the partitions it lists).
+	mine := all[r.topic.name]
+	if mine == nil {
+		mine = make(map[int32]committedPosition, len(r.parts))
+	}
 	r.mu.Lock()
-	mine := make(map[int32]committedPosition, len(r.parts))
 	for _, rp := range r.parts {
 		mine[rp.p.id] = committedPosition{offset: rp.pos, leaderEpoch: rp.epoch}
 	}

@@ -248,3 +248,61 @@ func TestReaderDivergenceAfterPowerLoss(t *testing.T) {
 		require.Equal(t, stSeen{0, 100, "new-100"}, stSeenOf([]*Record{stNext(t, r)})[0])
 	})
 }
+
+// TestReaderDivergenceAfterTruncateAndCleanReopen: the log is truncated to 100 (which starts a
+// new local leader epoch there), then closed cleanly before anything is appended, reopened and
+// refilled. The epoch the truncation started must survive the reopen, so that a reader that
+// committed 120 in the old epoch still finds the divergence at 100 rather than resuming at the
+// new history's 120.
+func TestReaderDivergenceAfterTruncateAndCleanReopen(t *testing.T) {
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		s := env.mustOpen(t)
+		tp := stCreate(t, s, "events", TopicConfig{Partitions: 1})
+		appendInBatches(t, tp, divergenceValues("old", 0, 150))
+		r := stReader(t, tp, ReaderConfig{Name: "loader", Start: Earliest})
+		stNextN(t, r, 120)
+		require.NoError(t, r.Commit(context.Background()))
+		require.NoError(t, r.Close())
+		require.NoError(t, stMust(tp.Partition(0)).TruncateTo(100))
+		require.NoError(t, s.Close())
+
+		s = env.mustOpen(t)
+		tp = stMust(s.Topic("events"))
+		epochs, err := readWholeFile(env.FS(), env.path(partitionDirName("events", 0), leaderEpochFileName), 1<<20)
+		require.NoError(t, err)
+		require.Equal(t, "0\n2\n0 0\n1 100\n", string(epochs))
+		appendInBatches(t, tp, divergenceValues("new", 100, 50))
+		r = stReader(t, tp, ReaderConfig{Name: "loader"})
+		requireLogTruncated(t, nextErr(t, r), 120, 100)
+		require.NoError(t, r.Close())
+		r = stReader(t, tp, ReaderConfig{Name: "loader", Reset: ResetEarliest})
+		require.Equal(t, stSeen{0, 100, "new-100"}, stSeenOf([]*Record{stNext(t, r)})[0])
+	})
+}
+
+// TestReaderCommitKeepsOtherPartitions: a named reader of some of a topic's partitions commits
+// those only; the positions the name committed earlier for the others stay, as Kafka's
+// OffsetCommit changes only the partitions it lists.
+func TestReaderCommitKeepsOtherPartitions(t *testing.T) {
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		s := env.mustOpen(t)
+		tp := stCreate(t, s, "events", TopicConfig{Partitions: 3})
+		for id := range int32(3) {
+			require.NoError(t, stMust(tp.Partition(id)).Append(context.Background(), stRecs("a", "b", "c")...))
+		}
+		for _, c := range []struct {
+			id   int32
+			read int
+		}{{0, 2}, {1, 1}} {
+			r := stReader(t, tp, ReaderConfig{Name: "x", Start: Earliest, Partitions: []int32{c.id}})
+			stNextN(t, r, c.read)
+			require.NoError(t, r.Commit(context.Background()))
+			require.NoError(t, r.Close())
+		}
+		require.Equal(t, map[string]map[int32]int64{"events": {0: 2, 1: 1}}, stMust(s.CommittedPositions("x")))
+
+		// A reader of them all resumes at both and begins partition 2 at Start.
+		r := stReader(t, tp, ReaderConfig{Name: "x", Start: Earliest})
+		require.Equal(t, map[int32]int64{0: 2, 1: 1, 2: 0}, r.Positions())
+	})
+}

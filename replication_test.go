@@ -1126,3 +1126,74 @@ func TestReplicationEpochSurvivesRestart(t *testing.T) {
 		require.NoError(t, p.BecomeLeader(LeaderConfig{Epoch: 8}))
 	})
 }
+
+// TestReplicationFollowerDropsEpochItNeverWrote: F led epoch 2 without writing a batch (its
+// leader-epoch-checkpoint says epoch 2 starts at its log end offset, 10), then follows L in
+// epoch 3, whose log holds epoch 1 up to 15. F's records 10..14 come from L's epoch 1, so F's
+// epochs must end up as L's, (1 0) and (3 15), as a Kafka follower's cache drops the entries
+// its leader's batches contradict: kept, the entry (2 10) says that F's epoch 1 ends at 10, and
+// a reader on F that consumed 10..12 in epoch 1 and committed 13 is told the log diverged.
+func TestReplicationFollowerDropsEpochItNeverWrote(t *testing.T) {
+	forEachStore(t, func(t *testing.T, envL *storeEnv) {
+		ctx := context.Background()
+		envF := envL.another(t)
+		_, pL := repOpen(t, envL, TopicConfig{}, repOptions(fixedClock)...)
+		sF, pF := repOpen(t, envF, TopicConfig{}, repOptions(fixedClock)...)
+		require.NoError(t, pL.BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"F"}}))
+		link := newRepLink(pL, nil)
+		fF := repFollow(t, pF, 1, link, "F")
+		require.NoError(t, pL.Append(ctx, repRecs("v", 0, 10)...))
+		require.Eventually(t, func() bool { return pF.HighWatermark() == 10 }, repWait, repTick)
+		link.pause()
+		require.Eventually(t, link.held, repWait, repTick)
+		require.NoError(t, pL.AppendAcks(ctx, AcksLeader, repRecs("v", 10, 5)...))
+		require.NoError(t, fF.Close())
+		require.Equal(t, int64(10), pF.LogEndOffset())
+
+		require.NoError(t, pF.BecomeLeader(LeaderConfig{Epoch: 2, Followers: []string{"L"}}))
+		require.Equal(t, "0\n2\n1 0\n2 10\n", repEpochFile(t, envF))
+		require.NoError(t, pL.BecomeLeader(LeaderConfig{Epoch: 3, Followers: []string{"F"}}))
+		repFollow(t, pF, 3, pL, "F")
+		require.NoError(t, pL.Append(ctx, repRecs("v", 15, 5)...))
+		require.Eventually(t, func() bool { return pF.HighWatermark() == 20 }, repWait, repTick)
+		require.Equal(t, "0\n2\n1 0\n3 15\n", repEpochFile(t, envL))
+		require.Equal(t, repEpochFile(t, envL), repEpochFile(t, envF))
+
+		tpF := stMust(sF.Topic(repTopic))
+		r := stReader(t, tpF, ReaderConfig{Name: "n", Start: Earliest})
+		stNextN(t, r, 13)
+		require.NoError(t, r.Commit(ctx))
+		require.NoError(t, r.Close())
+		r = stReader(t, tpF, ReaderConfig{Name: "n"})
+		require.Equal(t, repExpect("v", 13, 1), repValues([]*Record{stNext(t, r)}))
+	})
+}
+
+// TestEpochCacheAssign: what a batch of epoch at offset does to the cache (1 0) (2 10) (4 10),
+// whose epochs 2 and 4 began at the log end offset, 10, without a batch.
+func TestEpochCacheAssign(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		epoch       int32
+		offset      int64
+		want        []epochEntry
+		wantChanged bool
+	}{
+		{"the latest epoch's first batch", 4, 10, []epochEntry{{1, 0}, {2, 10}, {4, 10}}, false},
+		{"a newer epoch", 5, 10, []epochEntry{{1, 0}, {5, 10}}, true},
+		{"an empty epoch's batch drops the newer ones", 2, 10, []epochEntry{{1, 0}, {2, 10}}, true},
+		{"an older epoch's batch drops the epochs begun without one", 1, 10, []epochEntry{{1, 0}}, true},
+		{"an epoch between them", 3, 10, []epochEntry{{1, 0}, {2, 10}, {3, 10}}, true},
+		{"undefined", UndefinedEpoch, 10, []epochEntry{{1, 0}, {2, 10}, {4, 10}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := epochCache{entries: []epochEntry{{1, 0}, {2, 10}, {4, 10}}}
+			require.Equal(t, tc.wantChanged, c.assign(tc.epoch, tc.offset))
+			require.Equal(t, tc.want, c.entries)
+		})
+	}
+	// Past the latest epoch's start, an older epoch's batch changes nothing.
+	c := epochCache{entries: []epochEntry{{1, 0}, {2, 10}}}
+	require.False(t, c.assign(1, 20))
+	require.Equal(t, []epochEntry{{1, 0}, {2, 10}}, c.entries)
+}

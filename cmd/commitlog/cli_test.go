@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/commitlog-go/commitlog"
 )
 
 // TestUsageErrors: a mistake on the command line exits 2 with one line on standard error and
@@ -133,6 +138,45 @@ func TestNamedReaderContinues(t *testing.T) {
 	if len(one) != 2 || !strings.HasPrefix(one[0], "1 2 ") || !strings.HasPrefix(one[1], "1 3 ") {
 		t.Fatalf("--partition 1 --from 2 --count 2: %q", one)
 	}
+}
+
+// TestNamedReaderExitAtEndAfterTruncation: a named reader committed 120; the log was then
+// truncated to 100 and refilled with 100..109 only, so the committed position lies past the log
+// end. consume --exit-at-end must still read the partition (the reader's reset policy moves it
+// to the divergence point, 100, as Kafka's consumer does under KIP-320) and print the new
+// 100..109, not take the position past the end for "done" and print nothing.
+func TestNamedReaderExitAtEndAfterTruncation(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	for _, r := range [][2]int{{0, 100}, {100, 150}} {
+		var in strings.Builder
+		for i := r[0]; i < r[1]; i++ {
+			fmt.Fprintf(&in, "old-%d\n", i)
+		}
+		mustCLI(t, strings.NewReader(in.String()), "--dir", dir, "produce", "--topic", "ev")
+	}
+	first := outLines(mustCLI(t, nil, "--dir", dir, "consume", "--topic", "ev", "--reader", "loader", "--count", "120", "--format", `%o %s\n`).stdout)
+	require.Len(t, first, 120)
+	require.Equal(t, "119 old-119", first[119])
+
+	s, err := commitlog.Open(dir)
+	require.NoError(t, err)
+	tp, err := s.Topic("ev")
+	require.NoError(t, err)
+	p, err := tp.Partition(0)
+	require.NoError(t, err)
+	require.NoError(t, p.TruncateTo(100))
+	require.Equal(t, int64(100), p.LogEndOffset())
+	var want []string
+	for i := 100; i < 110; i++ {
+		require.NoError(t, p.Append(context.Background(), &commitlog.Record{Value: fmt.Appendf(nil, "new-%d", i)}))
+		want = append(want, fmt.Sprintf("%d new-%d", i, i))
+	}
+	require.NoError(t, s.Close())
+
+	rest := mustCLI(t, nil, "--dir", dir, "consume", "--topic", "ev", "--reader", "loader", "--exit-at-end", "--format", `%o %s\n`)
+	require.Equal(t, want, outLines(rest.stdout))
+	// It committed where it stopped: a third run has nothing to read.
+	require.Empty(t, mustCLI(t, nil, "--dir", dir, "consume", "--topic", "ev", "--reader", "loader", "--exit-at-end").stdout)
 }
 
 // TestFormatTokens: kcat's tokens.

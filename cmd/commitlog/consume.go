@@ -63,7 +63,7 @@ An unknown topic or partition is a data problem: exit code 1.`,
 	fl.Int64VarP(&f.count, "count", "c", 0, "stop after this many records (0: no limit)")
 	fl.BoolVarP(&f.exitAtEnd, "exit-at-end", "e", false, "stop at the end of the log (as it was when consume began) instead of waiting")
 	fl.StringVarP(&f.format, "format", "f", defaultFormat, "output format (kcat's tokens, see above)")
-	fl.StringVar(&f.reset, "reset", "earliest", "when a position is out of range (records deleted by retention): earliest, latest or none")
+	fl.StringVar(&f.reset, "reset", "earliest", "when a position is out of range (records deleted by retention) or past a truncation (the log diverged): earliest, latest (both move to the divergence point after a truncation) or none")
 	fl.DurationVar(&f.commitInterval, "commit-interval", 5*time.Second, "how often a named reader commits while it reads")
 	cmd.MarkFlagRequired("topic")
 	return cmd
@@ -182,10 +182,16 @@ func consume(ctx context.Context, g *globals, f *consumeFlags) error {
 	c := &consumer{r: r, format: format, out: bufio.NewWriterSize(g.io.out, 64<<10),
 		flushEach: g.io.outIsTerm, named: f.reader != "", commitInterval: f.commitInterval}
 	if f.exitAtEnd {
-		c.targets = map[int32]int64{}
-		for p := range r.Positions() {
+		c.targets, c.unchecked = map[int32]int64{}, map[int32]bool{}
+		for p, pos := range r.Positions() {
 			part, _ := t.Partition(p)
 			c.targets[p] = part.HighWatermark()
+			if pos > c.targets[p] {
+				// Past the end: a truncation overtook a committed position. Where the reader
+				// really stands is known once it has looked (its reset policy, or
+				// ErrLogTruncated); see atEnd.
+				c.unchecked[p] = true
+			}
 		}
 	}
 	err = c.run(ctx, f.count)
@@ -207,6 +213,9 @@ type consumer struct {
 	named          bool
 	commitInterval time.Duration
 	targets        map[int32]int64 // --exit-at-end: the end offsets to reach; nil otherwise
+	// unchecked holds, under --exit-at-end, the partitions whose position began past their
+	// target, until the reader has returned a record of theirs or found nothing anywhere.
+	unchecked map[int32]bool
 
 	pos        map[int32]int64
 	dirty      bool // records printed since the last commit
@@ -255,6 +264,8 @@ func (c *consumer) run(ctx context.Context, limit int64) error {
 					break
 				}
 				if c.targets != nil {
+					// An idle Next looked at every partition: the positions are checked now.
+					clear(c.unchecked)
 					c.pos = c.r.Positions()
 					if c.atEnd() {
 						break
@@ -267,6 +278,7 @@ func (c *consumer) run(ctx context.Context, limit int64) error {
 		}
 		n++
 		c.pos[rec.Partition] = rec.Offset + 1
+		delete(c.unchecked, rec.Partition)
 		buf = c.format.append(buf[:0], rec)
 		if _, werr := c.out.Write(buf); werr != nil {
 			return fmt.Errorf("standard output: %w", werr)
@@ -289,9 +301,12 @@ func (c *consumer) run(ctx context.Context, limit int64) error {
 	return err
 }
 
-// atEnd reports whether, under --exit-at-end, every partition reached its target.
+// atEnd reports whether, under --exit-at-end, every partition reached its target. A position
+// that began past its target does not count until the reader has checked it: after a truncation
+// the reader moves it back to where the log diverged (or reports ErrLogTruncated), and the
+// records from there are still to be printed.
 func (c *consumer) atEnd() bool {
-	if c.targets == nil {
+	if c.targets == nil || len(c.unchecked) > 0 {
 		return false
 	}
 	for p, end := range c.targets {
