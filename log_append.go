@@ -268,6 +268,11 @@ func (l *Log) write(w *pendingWrite, assign, await bool) (t writeTicket, firstOf
 		seg = l.active()
 	}
 
+	// The indexes' space first: a full disk then fails the write before any of it is in the
+	// .log, and the stores of its entries through the mappings cannot fault.
+	if err := seg.reserveIndexes(len(w.batches)); err != nil {
+		return t, 0, wrapIOErr("reserve index space of "+seg.path(logSuffix), err)
+	}
 	pos := seg.size.Load()
 	if _, err := seg.file.WriteAt(w.data, pos); err != nil {
 		// Remove whatever part reached the file so the framing stays whole; if even that fails

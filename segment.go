@@ -345,6 +345,17 @@ func (s *segment) indexBatch(b batchInfo) error {
 	return nil
 }
 
+// reserveIndexes makes sure that the index entries of the next batches batches need no disk
+// space when they are stored (see index.Offset.Reserve): a write reserves them before its bytes
+// go to the .log, so that a full disk fails it with nothing written. Callers hold the log's
+// writers' lock.
+func (s *segment) reserveIndexes(batches int) error {
+	if err := s.offsetIdx.Reserve(batches); err != nil {
+		return err
+	}
+	return s.timeIdx.Reserve(batches)
+}
+
 // canHold reports whether a write of n bytes whose last offset is lastOffset and largest
 // timestamp maxTimestamp fits this segment, by Kafka's roll rules: size, segment.ms measured in
 // record time, full indexes, 32-bit relative offsets.
