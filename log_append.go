@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -325,6 +326,12 @@ func (l *Log) publish(seg *segment, data []byte, batches []batchInfo, pos int64,
 // roll seals the active segment and starts a new one at newBase. An empty active segment is
 // replaced rather than sealed. Callers hold appendMu.
 //
+// The new segment's files are made (or claimed from the spares) and their index space reserved
+// before anything of the old segment changes: when that fails, with ENOSPC as a rule, the roll
+// returns the error (ErrNoSpace for a full disk), the old segment stays active and unsealed, the
+// log stays writable, and the next write tries the roll again. Kafka's roll creates the new
+// segment before it marks the old one inactive too (UnifiedLog.roll).
+//
 // Under SyncAlways the old segment's data is fsynced before the new segment becomes active: the
 // group commit's fsync covers the active segment only, and appends whose bytes went to the old
 // one may still wait for theirs. Its indexes are synced and the new segment's directory entry too
@@ -341,32 +348,32 @@ func (l *Log) roll(newBase int64) error {
 		return fmt.Errorf("%w: a write cannot fit an empty segment at base offset %d", ErrCorrupt, newBase)
 	}
 	always := l.cfg.Sync == SyncAlways
+	if !empty && always {
+		if err := old.file.Sync(); err != nil {
+			return l.fail(fmt.Errorf("seal %s: %w", old.path(logSuffix), err))
+		}
+	}
+	seg, err := createSegment(l.fs, l.dir, newBase, &l.cfg, l.claimSpare(newBase))
+	if err != nil {
+		// Nothing changed: the old segment is still the active one, whole and writable.
+		l.logger.Warn("creating the next segment failed; the log stays on its active segment", "base_offset", newBase, "err", err)
+		return wrapIOErr(fmt.Sprintf("create segment %d of %s", newBase, l.dir), err)
+	}
 	if !empty {
-		// Readers look up the indexes under mu, so remapping them happens under it; the fsyncs
-		// of the data before and of the trimmed indexes after happen outside, so that readers
-		// never wait for the disk.
-		var err error
-		if always {
-			err = old.file.Sync()
-		}
-		if err == nil {
-			l.mu.Lock()
-			err = old.sealIndexes()
-			l.mu.Unlock()
-		}
+		// Readers look up the indexes under mu, so remapping them happens under it; the fsync
+		// of the trimmed indexes after happens outside, so that readers never wait for the disk.
+		l.mu.Lock()
+		err := old.sealIndexes()
+		l.mu.Unlock()
 		if err == nil && always {
 			err = old.syncIndexes()
 		}
 		if err != nil {
-			return l.fail(fmt.Errorf("seal %s: %w", old.path(logSuffix), err))
+			return errors.Join(l.fail(fmt.Errorf("seal %s: %w", old.path(logSuffix), err)), seg.remove())
 		}
 		// Sealed, the indexes are read-only and their bytes are in the page cache: the file
 		// cache may close the files before the flusher syncs them by path.
 		old.pinned.Store(false)
-	}
-	seg, err := createSegment(l.fs, l.dir, newBase, &l.cfg, l.claimSpare(newBase))
-	if err != nil {
-		return l.fail(fmt.Errorf("create segment %d: %w", newBase, err))
 	}
 	if always {
 		if err := l.fs.SyncDir(l.dir); err != nil {
