@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
+	"github.com/commitlog-go/commitlog/internal/checkpoint"
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
 
@@ -274,6 +277,10 @@ func (l *Log) write(w *pendingWrite, assign, await bool) (t writeTicket, firstOf
 	if err := seg.reserveIndexes(len(w.batches)); err != nil {
 		return t, 0, wrapIOErr("reserve index space of "+seg.path(logSuffix), err)
 	}
+	epochsOnDisk, err := l.writeEpochsAhead(w.data, w.batches)
+	if err != nil {
+		return t, 0, err
+	}
 	pos := seg.size.Load()
 	if _, err := seg.file.WriteAt(w.data, pos); err != nil {
 		// Remove whatever part reached the file so the framing stays whole; if even that fails
@@ -283,17 +290,55 @@ func (l *Log) write(w *pendingWrite, assign, await bool) (t writeTicket, firstOf
 		}
 		return t, 0, wrapIOErr("write "+seg.path(logSuffix), err)
 	}
-	if err := l.publish(seg, w.data, w.batches, pos, 1); err != nil {
+	if err := l.publish(seg, w.data, w.batches, pos, 1, epochsOnDisk); err != nil {
 		return t, 0, err
 	}
 	return writeTicket{seq: l.appendSeq, gen: l.truncGen.Load(), last: w.lastOffset}, w.firstOffset, nil
 }
 
+// writeEpochsAhead writes the leader-epoch checkpoint with the epochs that batches (about to be
+// written, their offsets assigned) start, before their bytes go to the .log, and reports whether
+// it did: a full disk then fails the write with ErrNoSpace and nothing written, where writing the
+// file after the batches were published could only fail the log. Nothing is written when no
+// batch starts an epoch, as for every write but the first of an epoch. Callers hold appendMu.
+func (l *Log) writeEpochsAhead(data []byte, batches []batchInfo) (bool, error) {
+	l.mu.RLock()
+	latest, _ := l.epochs.latest()
+	starts := false
+	for _, b := range batches {
+		// assign's test: only an epoch above the latest starts one.
+		if e := recordbatch.PartitionLeaderEpochOf(data[b.position:]); e >= 0 && e > latest.epoch {
+			starts = true
+			break
+		}
+	}
+	var next epochCache
+	if starts {
+		next.entries = slices.Clone(l.epochs.entries)
+	}
+	l.mu.RUnlock()
+	if !starts {
+		return false, nil
+	}
+	changed := false
+	for _, b := range batches {
+		changed = next.assign(recordbatch.PartitionLeaderEpochOf(data[b.position:]), b.baseOffset) || changed
+	}
+	if !changed {
+		return false, nil
+	}
+	path := filepath.Join(l.dir, leaderEpochFileName)
+	if err := checkpoint.WriteRaw(l.fs, path, next.encode()); err != nil {
+		return false, wrapIOErr("write "+path, err)
+	}
+	return true, nil
+}
+
 // publish makes batches, just written at pos of the active segment seg by writes appends, what
 // readers see: the indexes, the segment's size and next offset, the append sequence number; and,
-// once per leader epoch, writes the epoch file before any of them is acknowledged. Callers hold
-// appendMu.
-func (l *Log) publish(seg *segment, data []byte, batches []batchInfo, pos int64, writes int) error {
+// once per leader epoch, writes the epoch file before any of them is acknowledged, unless
+// epochsOnDisk says that writeEpochsAhead wrote it. Callers hold appendMu.
+func (l *Log) publish(seg *segment, data []byte, batches []batchInfo, pos int64, writes int, epochsOnDisk bool) error {
 	l.mu.Lock()
 	var ierr error
 	newEpoch := false
@@ -313,7 +358,7 @@ func (l *Log) publish(seg *segment, data []byte, batches []batchInfo, pos int64,
 	if ierr != nil {
 		return l.fail(fmt.Errorf("index %s: %w", seg.path(logSuffix), ierr))
 	}
-	if newEpoch {
+	if newEpoch && !epochsOnDisk {
 		// Once per leader epoch: the first batch of an epoch is not acknowledged before the
 		// epoch's start is on disk, so a restarted follower can always find it.
 		if err := l.writeEpochs(); err != nil {
