@@ -19,6 +19,16 @@ import (
 // zero entries after the last real one, which Check detects; and every byte a writable mapping
 // is stored into has disk space reserved (below reserved), so that a full disk is an error of
 // the append that needs the space, never a SIGBUS.
+//
+// Reads of the mapping cannot fault on a file that shrank, because nothing of the log shrinks an
+// index file under a live mapping of it: seal and close unmap before they trim, truncate only
+// shrinks the view (the file keeps its size until the trim), and a rebuild in fresh files
+// (recreateIndexes) closes the old mapping before it removes the file; retention renames files
+// and removes them only once no read holds the segment. The memory file system refuses a
+// Truncate below a live mapping, so a test that broke this would fail there. A file cut by
+// another program while the store holds its directory's lock is outside that promise, as it
+// is for Kafka's mapped indexes; the .log mapping, read in place by ReadRecord, turns such a
+// fault into the read's error (log_record.go).
 type mapped struct {
 	name      string
 	entrySize int
