@@ -417,8 +417,13 @@ func (l *Log) roll(newBase int64) error {
 			return errors.Join(l.fail(fmt.Errorf("seal %s: %w", old.path(logSuffix), err)), seg.remove())
 		}
 		// Sealed, the indexes are read-only and their bytes are in the page cache: the file
-		// cache may close the files before the flusher syncs them by path.
+		// cache may close the files before the flusher syncs them by path. The new segment's
+		// files were added to the cache while the old one was still pinned: the bound is
+		// enforced again now that it can be closed.
 		old.pinned.Store(false)
+		if old.files != nil {
+			old.files.trim()
+		}
 	}
 	if always {
 		if err := l.fs.SyncDir(l.dir); err != nil {
