@@ -10,11 +10,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/commitlog-go/commitlog/internal/faultfs"
 	"github.com/commitlog-go/commitlog/internal/fsys"
+	"github.com/commitlog-go/commitlog/internal/index"
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
 
@@ -33,30 +35,46 @@ import (
 //   - no offset is reused: the next append gets the log end offset, and after a clean reopen
 //     the records are still there;
 //   - the named reader resumes at a position it committed;
-//   - a topic exists when its creation was acknowledged, and is gone when its deletion was.
+//   - a topic exists when its creation was acknowledged, and is gone when its deletion was;
+//   - after appends to the recovered store, a second restart (a clean Close, or at every other
+//     point a second power loss) keeps everything the first recovery kept and every append
+//     acknowledged since, exactly: several public bugs lost data only at the second restart.
 //
-// A failure names the seed, the crash point and the image, prints the operations up to the crash
-// and the command that replays exactly that crash point.
+// It also reruns the workload with a full disk instead of a crash, at each operation (or a seeded
+// sample of them) that creates, extends, renames, allocates or maps a file writable: that one
+// operation fails with ENOSPC. The append that meets it must return ErrNoSpace with nothing of it
+// in the log, and the workload goes on, the next appends finding the log writable; another step
+// may fail with an error wrapping ENOSPC (only a truncation or retention caught part-way may
+// still fail the log), which ends the workload as a crash would. The store left is checked as
+// above.
 //
-// Environment: COMMITLOG_CRASH_POINTS=all checks every operation (a number checks a sample of
-// that many); COMMITLOG_CRASH_SEED replays a seed; COMMITLOG_CRASH_POINT=n checks only point n.
+// A failure names the seed, the point and the image, prints the operations up to the fault and
+// the command that replays exactly that point.
+//
+// Environment: COMMITLOG_CRASH_POINTS=all checks every operation and every full disk (a number
+// checks a sample of that many crashes); COMMITLOG_CRASH_SEED replays a seed (the default is
+// fixed, crashSeed); COMMITLOG_CRASH_POINT=n checks only the crash at n,
+// COMMITLOG_CRASH_NOSPACE_POINT=n only the full disk at n.
 
 const (
 	crashPointsEnv = "COMMITLOG_CRASH_POINTS"
 	crashSeedEnv   = "COMMITLOG_CRASH_SEED"
 	crashPointEnv  = "COMMITLOG_CRASH_POINT"
-	crashStoreDir  = "/store"
-	crashEvents    = "events" // the main topic: two partitions, small segments, retention by size
-	crashTrail     = "trail"  // a topic created, appended to and deleted mid-workload
-	crashReader    = "audit"
+	// crashNoSpacePointEnv checks only the full disk at operation n.
+	crashNoSpacePointEnv = "COMMITLOG_CRASH_NOSPACE_POINT"
+	crashStoreDir        = "/store"
+	crashEvents          = "events" // the main topic: two partitions, small segments, retention by size
+	crashTrail           = "trail"  // a topic created, appended to and deleted mid-workload
+	crashReader          = "audit"
 	// crashSteps is the number of appends to the main topic; other steps come between them.
 	crashSteps = 96
 )
 
-// crashSample is how many crash points the default run checks, out of the workload's ~2,400
+// crashSample is how many crash points the default run checks, out of the workload's ~2,500
 // operations (COMMITLOG_CRASH_POINTS=all checks every one). Each point reruns the workload up to
-// it and recovers a store: 2,000 points take about 7 s. The race detector makes that about 5x
-// slower, so `go test -race ./...` (CI's command) checks 1,000, in about 25 s.
+// it, recovers a store and restarts it a second time. The race detector makes that about 5x
+// slower, so `go test -race ./...` (CI's command) checks 1,000 (and noSpaceSample's 150 full
+// disks).
 func crashSample() int {
 	if faultfs.RaceEnabled {
 		return 1000
@@ -145,6 +163,7 @@ type crashStep struct {
 	recs      []*Record       // append: the records, numbered from the partition's end
 	to        int64           // truncate: the offset
 	positions map[int32]int64 // commit: the positions being committed
+	leo       func() int64    // append: the partition's log end offset now
 }
 
 func (s *crashStep) String() string {
@@ -170,18 +189,35 @@ type crashModel struct {
 	committed map[int32]int64 // nil before the first acknowledged commit
 	inflight  *crashStep
 	steps     int // steps acknowledged
+	refused   int // appends refused with ErrNoSpace (noSpace workloads), nothing of them written
 }
 
 // crashWorkload runs the workload on fsy until a step fails or fsy crashes, and returns the
 // model of what was acknowledged. err is the failed step's error (nil when the workload ran to
 // its end).
-func crashWorkload(fsy *faultfs.FS) (m *crashModel, err error) {
+//
+// With noSpace set (a full disk is injected, not a crash), an append that fails with ErrNoSpace
+// is not the end: nothing of it may be in the log (its partition's log end offset is checked at
+// once), it is not acknowledged, and the workload goes on, the next appends finding the log
+// writable. Any other failure ends the workload as a crash does, its step in flight.
+func crashWorkload(fsy *faultfs.FS, noSpace bool) (m *crashModel, err error) {
 	m = &crashModel{topics: map[string][]*crashPart{}, deleted: map[string]bool{}}
 	ctx := context.Background()
 	// do runs one step: on success apply records it in the model; on failure the step is in
 	// flight. A step that returns nil is acknowledged even if the crash came during it.
 	do := func(step *crashStep, call func() error, apply func()) bool {
 		if err = call(); err != nil {
+			if noSpace && step.kind == stepAppend && errors.Is(err, ErrNoSpace) {
+				m.refused++
+				if leo := step.leo(); leo != step.recs[0].Offset {
+					err = fmt.Errorf("%s failed with %w, but the log end offset moved from %d to %d",
+						step, err, step.recs[0].Offset, leo)
+					m.inflight = step
+					return false
+				}
+				err = nil
+				return true
+			}
 			m.inflight = step
 			return false
 		}
@@ -229,7 +265,18 @@ func crashWorkload(fsy *faultfs.FS) (m *crashModel, err error) {
 			c.Offset = mp.end + int64(i)
 			want[i] = &c
 		}
-		return do(&crashStep{kind: stepAppend, topic: topic, part: part, recs: want}, func() error {
+		leo := func() int64 {
+			t, err := s.Topic(topic)
+			if err != nil {
+				return -1
+			}
+			p, err := t.Partition(part)
+			if err != nil {
+				return -1
+			}
+			return p.LogEndOffset()
+		}
+		return do(&crashStep{kind: stepAppend, topic: topic, part: part, recs: want, leo: leo}, func() error {
 			t, err := s.Topic(topic)
 			if err != nil {
 				return err
@@ -379,14 +426,27 @@ func crashWorkload(fsy *faultfs.FS) (m *crashModel, err error) {
 }
 
 // crashCheck reopens the store in img and checks it against m; the error says what is wrong.
-func crashCheck(img fsys.FS, m *crashModel) error {
-	s, err := Open(crashStoreDir, crashOptions(img)...)
+// Then, as several public bugs lost data only at the second restart, it appends to every
+// partition of the recovered store and restarts it again, by a clean Close or (second set) by
+// another power loss with nothing closed: everything the first recovery kept and every append
+// acknowledged after it must be there, exactly, after the second.
+func crashCheck(img fsys.FS, m *crashModel, seed uint64, second bool) error {
+	ffs := faultfs.New(img, seed)
+	defer ffs.Release()
+	s, err := Open(crashStoreDir, crashOptions(ffs)...)
 	if err != nil {
 		return fmt.Errorf("reopen: %w", err)
 	}
-	defer s.Close()
+	defer func() {
+		if s != nil {
+			s.Close()
+		}
+	}()
 	ctx := context.Background()
 
+	// What the first recovery holds, which the second restart must keep: by topic, each
+	// partition's records.
+	recovered := map[string][]*crashPart{}
 	// Topics: the acknowledged ones exist with their configuration; the one whose creation or
 	// deletion was in flight may or may not; a deleted one is gone.
 	for _, name := range []string{crashEvents, crashTrail} {
@@ -419,11 +479,15 @@ func crashCheck(img fsys.FS, m *crashModel) error {
 				mp = parts[id]
 			}
 			if inflight && m.inflight.kind == stepDeleteTopic && p.LogEndOffset() == 0 {
-				continue // the folder went, the configuration stayed: the topic starts again empty
+				// The folder went, the configuration stayed: the topic starts again empty.
+				recovered[name] = append(recovered[name], &crashPart{recs: map[int64]*Record{}})
+				continue
 			}
-			if err := crashCheckPartition(p, mp, m.inflight); err != nil {
+			rp, err := crashCheckPartition(p, mp, m.inflight)
+			if err != nil {
 				return fmt.Errorf("%s-%d: %w", name, id, err)
 			}
+			recovered[name] = append(recovered[name], rp)
 		}
 	}
 
@@ -453,55 +517,86 @@ func crashCheck(img fsys.FS, m *crashModel) error {
 		r.Close()
 	}
 
-	// No offset is reused: the next append gets the log end offset, and a clean reopen keeps
-	// everything.
-	ends := map[string][]int64{}
+	// No offset is reused: the next appends get the log end offset. Acknowledged under
+	// SyncAlways, they join what the second restart must keep.
 	for _, name := range s.Topics() {
 		t, _ := s.Topic(name)
 		for id := range t.PartitionCount() {
 			p, _ := t.Partition(id)
+			rp := recovered[name][id]
 			leo := p.LogEndOffset()
-			rec := crashRecord(name, id, leo, 1000)
-			if err := p.Append(ctx, rec); err != nil {
-				return fmt.Errorf("%s-%d: append after recovery: %w", name, id, err)
+			for i := range 3 {
+				rec := crashRecord(name, id, leo+int64(i), 1000+i)
+				if err := p.Append(ctx, rec); err != nil {
+					return fmt.Errorf("%s-%d: append after recovery: %w", name, id, err)
+				}
+				if rec.Offset != leo+int64(i) {
+					return fmt.Errorf("%s-%d: append after recovery got offset %d, log end offset was %d", name, id, rec.Offset, leo+int64(i))
+				}
+				want := crashRecord(name, id, leo+int64(i), 1000+i)
+				want.Offset = rec.Offset
+				rp.recs[rec.Offset] = want
+				rp.batches = append(rp.batches, rec.Offset)
 			}
-			if rec.Offset != leo {
-				return fmt.Errorf("%s-%d: append after recovery got offset %d, log end offset was %d", name, id, rec.Offset, leo)
-			}
-			ends[name] = append(ends[name], leo+1)
+			rp.end = leo + 3
 		}
 	}
-	if err := s.Close(); err != nil {
-		return fmt.Errorf("close after recovery: %w", err)
-	}
-	s, err = Open(crashStoreDir, crashOptions(img)...)
-	if err != nil {
-		return fmt.Errorf("second reopen: %w", err)
-	}
-	for name, want := range ends {
-		t, err := s.Topic(name)
+
+	// The second restart.
+	mode := "clean close"
+	if second {
+		mode = "power loss"
+		img, err = ffs.CrashImage(faultfs.PowerLoss)
 		if err != nil {
-			return fmt.Errorf("second reopen: %w", err)
+			return fmt.Errorf("second crash image: %w", err)
 		}
-		for id, end := range want {
+	} else {
+		closing := s
+		s = nil
+		if err := closing.Close(); err != nil {
+			return fmt.Errorf("close after recovery: %w", err)
+		}
+	}
+	s2, err := Open(crashStoreDir, crashOptions(img)...)
+	if err != nil {
+		return fmt.Errorf("second reopen after a %s: %w", mode, err)
+	}
+	defer s2.Close()
+	if gotTopics, want := s2.Topics(), slices.Sorted(maps.Keys(recovered)); !slices.Equal(slices.Sorted(slices.Values(gotTopics)), want) {
+		return fmt.Errorf("second reopen after a %s: topics %v, want %v", mode, gotTopics, want)
+	}
+	for name, parts := range recovered {
+		t, err := s2.Topic(name)
+		if err != nil {
+			return fmt.Errorf("second reopen after a %s: %w", mode, err)
+		}
+		for id, rp := range parts {
 			p, _ := t.Partition(int32(id))
-			if p.LogEndOffset() != end {
-				return fmt.Errorf("second reopen: %s-%d ends at %d, want %d", name, id, p.LogEndOffset(), end)
+			if _, err := crashCheckPartition(p, rp, nil); err != nil {
+				return fmt.Errorf("second reopen after a %s: %s-%d: %w", mode, name, id, err)
 			}
 		}
+	}
+	committed2, err := s2.CommittedPositions(crashReader)
+	if err != nil {
+		return fmt.Errorf("second reopen after a %s: committed positions: %w", mode, err)
+	}
+	if !maps.Equal(committed2[crashEvents], got) {
+		return fmt.Errorf("second reopen after a %s: reader %s committed positions %v, after the first %v", mode, crashReader, committed2[crashEvents], got)
 	}
 	return nil
 }
 
-// crashCheckPartition checks one recovered partition against its model and the step in flight.
-func crashCheckPartition(p *Partition, mp *crashPart, inflight *crashStep) error {
+// crashCheckPartition checks one recovered partition against its model and the step in flight,
+// and returns what it holds: the model as recovery settled the step in flight.
+func crashCheckPartition(p *Partition, mp *crashPart, inflight *crashStep) (*crashPart, error) {
 	mine := inflight != nil && inflight.topic == p.Topic() && inflight.part == p.ID()
 	lso, leo := p.LogStartOffset(), p.LogEndOffset()
 
 	// The log start offset never moves back; only a retention in flight may have moved it on.
 	retention := inflight != nil && inflight.kind == stepRetention && inflight.topic == p.Topic()
 	if lso < mp.start || (lso > mp.start && !retention) || lso > mp.end {
-		return fmt.Errorf("log start offset %d, acknowledged %d (in flight: %s)", lso, mp.start, inflight)
+		return nil, fmt.Errorf("log start offset %d, acknowledged %d (in flight: %s)", lso, mp.start, inflight)
 	}
 	// Where the log may end: at the acknowledged end, or as the step in flight left it.
 	okEnd := func(e int64) bool { return e == mp.end }
@@ -513,32 +608,33 @@ func crashCheckPartition(p *Partition, mp *crashPart, inflight *crashStep) error
 		okEnd = func(e int64) bool { return e == mp.end || e >= inflight.to && slices.Contains(mp.batches, e) }
 	}
 	if !okEnd(leo) {
-		return fmt.Errorf("log end offset %d, acknowledged %d (in flight: %s)", leo, mp.end, inflight)
+		return nil, fmt.Errorf("log end offset %d, acknowledged %d (in flight: %s)", leo, mp.end, inflight)
 	}
 
 	// Every record from the log start offset to the end: whole batches with good CRCs,
 	// consecutive offsets, each record the one acknowledged or, past the acknowledged end, the
 	// one in flight.
+	rp := &crashPart{start: lso, end: leo, recs: map[int64]*Record{}}
 	next := lso
 	for next < leo {
 		b, err := p.ReadBatches(nil, next, 64<<10)
 		if err != nil {
-			return fmt.Errorf("read batches at %d: %w", next, err)
+			return nil, fmt.Errorf("read batches at %d: %w", next, err)
 		}
 		if len(b) == 0 {
-			return fmt.Errorf("no batch at offset %d, below the log end offset %d", next, leo)
+			return nil, fmt.Errorf("no batch at offset %d, below the log end offset %d", next, leo)
 		}
 		for pos := 0; pos < len(b); {
 			h, err := recordbatch.Check(b[pos:], 0)
 			if err != nil {
-				return fmt.Errorf("batch at offset %d: %w", next, err)
+				return nil, fmt.Errorf("batch at offset %d: %w", next, err)
 			}
 			if h.BaseOffset != next {
-				return fmt.Errorf("batch with base offset %d where offset %d was due", h.BaseOffset, next)
+				return nil, fmt.Errorf("batch with base offset %d where offset %d was due", h.BaseOffset, next)
 			}
 			recs, err := DecodeRecords(nil, b[pos:pos+h.Size()], 0, 0)
 			if err != nil {
-				return fmt.Errorf("decode batch at %d: %w", next, err)
+				return nil, fmt.Errorf("decode batch at %d: %w", next, err)
 			}
 			for _, r := range recs {
 				want := mp.recs[next]
@@ -546,29 +642,33 @@ func crashCheckPartition(p *Partition, mp *crashPart, inflight *crashStep) error
 					want = inflight.recs[next-mp.end]
 				}
 				if want == nil {
-					return fmt.Errorf("record at offset %d was never acknowledged", next)
+					return nil, fmt.Errorf("record at offset %d was never acknowledged", next)
 				}
 				if d := killSameRecord(r, want); d != "" {
-					return fmt.Errorf("record at offset %d: %s", next, d)
+					return nil, fmt.Errorf("record at offset %d: %s", next, d)
 				}
+				rp.recs[next] = want
 				next++
 			}
+			rp.batches = append(rp.batches, h.BaseOffset)
 			pos += h.Size()
 		}
 	}
 	if next != leo {
-		return fmt.Errorf("records end at %d, log end offset is %d", next, leo)
+		return nil, fmt.Errorf("records end at %d, log end offset is %d", next, leo)
 	}
-	return nil
+	return rp, nil
 }
 
-// crashRun is one crash point's run: the workload crashed at op, the image it left, the check.
+// crashRun is one crash point's run: the workload crashed (or met a full disk) at op, the image
+// it left, the check.
 type crashRun struct {
-	point int
-	mode  faultfs.Mode
-	ops   []faultfs.Op
-	model *crashModel
-	err   error // the check's verdict
+	point   int
+	noSpace bool // a full disk at the point, not a crash
+	mode    faultfs.Mode
+	ops     []faultfs.Op
+	model   *crashModel
+	err     error // the check's verdict
 }
 
 // crashImageSeed is the seed of the fault FS of one crash point: the image's random choices
@@ -584,22 +684,41 @@ func newCrashFS(seed uint64) *faultfs.FS {
 	return faultfs.New(inner, seed)
 }
 
-// runCrashPoint runs the workload crashing at point and checks what the crash leaves. A process
-// kill one time in five, a power loss otherwise.
-func runCrashPoint(seed uint64, point int, counted []faultfs.Op) crashRun {
+// runCrashPoint runs the workload crashing at point (or, with noSpace, failing that operation
+// with ENOSPC) and checks what it leaves. A process kill one time in five, a power loss
+// otherwise; the second restart of crashCheck is a power loss every other point.
+func runCrashPoint(seed uint64, point int, counted []faultfs.Op, noSpace bool) crashRun {
 	ffs := newCrashFS(crashImageSeed(seed, point))
 	defer ffs.Release()
-	ffs.Inject(faultfs.CrashAt(point))
-	model, werr := crashWorkload(ffs)
-	run := crashRun{point: point, mode: faultfs.PowerLoss, ops: ffs.Ops(), model: model}
-	if rand.New(rand.NewPCG(seed, uint64(point))).IntN(5) == 0 {
+	if noSpace {
+		ffs.Inject(faultfs.FailAt(point, faultfs.Fault{Err: syscall.ENOSPC}))
+	} else {
+		ffs.Inject(faultfs.CrashAt(point))
+	}
+	model, werr := crashWorkload(ffs, noSpace)
+	run := crashRun{point: point, noSpace: noSpace, mode: faultfs.PowerLoss, ops: ffs.Ops(), model: model}
+	rng := rand.New(rand.NewPCG(seed, uint64(point)))
+	if rng.IntN(5) == 0 {
 		run.mode = faultfs.ProcessKill
 	}
 	switch {
-	case !ffs.Crashed():
+	case noSpace && (len(run.ops) <= point || !run.ops[point].Injected):
+		run.err = fmt.Errorf("the workload ended after %d operations without reaching the full disk (err %v)", len(run.ops), werr)
+		return run
+	case noSpace && werr != nil && !errors.Is(werr, syscall.ENOSPC),
+		noSpace && errors.Is(werr, ErrSync) && !partwayStep(model.inflight):
+		// A full disk fails the call that met it with ErrNoSpace (or ENOSPC from a file it
+		// writes), never the log; only a truncation or a retention caught part-way, some
+		// segments renamed, still fails the log until the reopen finishes it.
+		run.err = fmt.Errorf("step %s failed with %v, not a clean ENOSPC", model.inflight, werr)
+		return run
+	case noSpace && werr == nil && model.refused == 0 && isAppendOp(counted, point):
+		run.err = fmt.Errorf("the full disk at %s refused no append", run.ops[point])
+		return run
+	case !noSpace && !ffs.Crashed():
 		run.err = fmt.Errorf("the workload ended after %d operations without reaching the crash point (err %v)", len(run.ops), werr)
 		return run
-	case werr != nil && !errors.Is(werr, faultfs.ErrCrashed):
+	case !noSpace && werr != nil && !errors.Is(werr, faultfs.ErrCrashed):
 		// Every failure comes from the crash: an error that does not say so lost its cause.
 		run.err = fmt.Errorf("step %s failed with %v, which does not wrap the crash", model.inflight, werr)
 		return run
@@ -616,12 +735,50 @@ func runCrashPoint(seed uint64, point int, counted []faultfs.Op) crashRun {
 		run.err = fmt.Errorf("crash image: %w", err)
 		return run
 	}
-	run.err = crashCheck(img, model)
+	run.err = crashCheck(img, model, crashImageSeed(seed, point)+1, point%2 == 1)
 	return run
 }
 
+// partwayStep reports whether step changes several files in turn that a failure part-way cannot
+// put back (TruncateTo and retention rename and remove segments), so that a full disk may still
+// fail the log, to be finished by the reopen: nothing acknowledged may be lost either way.
+func partwayStep(step *crashStep) bool {
+	return step != nil && (step.kind == stepTruncate || step.kind == stepRetention)
+}
+
+// isAppendOp reports whether the operation at point of the counting run writes a segment's
+// .log file: a full disk there must be an append's ErrNoSpace.
+func isAppendOp(ops []faultfs.Op, point int) bool {
+	op := ops[point]
+	return op.Kind == faultfs.Write && strings.HasSuffix(op.Path, logSuffix)
+}
+
+// needsSpace reports whether op creates, extends, renames, allocates or maps a file writable: the
+// operations a full disk fails with ENOSPC. Writes count whatever their offset (a write inside a
+// file may need blocks too); of Truncates, those that preallocate an index (the trims of seal and
+// close only free space).
+func needsSpace(op faultfs.Op) bool {
+	switch op.Kind {
+	case faultfs.OpenFile:
+		return op.Flag&os.O_CREATE != 0
+	case faultfs.Write, faultfs.Rename, faultfs.Allocate, faultfs.MkdirAll:
+		return true
+	case faultfs.Map:
+		return op.Flag == 1 // a read-only mapping needs no disk space
+	case faultfs.Truncate:
+		size := int64(crashTopicConfig(crashEvents).SegmentIndexBytes)
+		return op.Offset == size/index.OffsetEntrySize*index.OffsetEntrySize && strings.HasSuffix(op.Path, indexSuffix) ||
+			op.Offset == size/index.TimeEntrySize*index.TimeEntrySize && strings.HasSuffix(op.Path, timeIndexSuffix)
+	}
+	return false
+}
+
+// crashSeed is the explorer's seed unless COMMITLOG_CRASH_SEED sets one: fixed, so that CI
+// checks the same points every run and a failure there replays as it is.
+const crashSeed = 20260415
+
 func TestCrashPoints(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
+	seed := uint64(crashSeed)
 	if s := os.Getenv(crashSeedEnv); s != "" {
 		var err error
 		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
@@ -633,7 +790,7 @@ func TestCrashPoints(t *testing.T) {
 	// The counting run: no crash; the workload must run to its end and leave a store that
 	// checks out whole.
 	ffs := newCrashFS(seed)
-	model, err := crashWorkload(ffs)
+	model, err := crashWorkload(ffs, false)
 	if err != nil {
 		t.Fatalf("workload without faults: %v", err)
 	}
@@ -646,32 +803,98 @@ func TestCrashPoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	ffs.Release()
-	if err := crashCheck(img, model); err != nil {
+	if err := crashCheck(img, model, seed, true); err != nil {
 		t.Fatalf("workload without faults, power loss after close: %v", err)
 	}
 
-	points := crashPoints(t, seed, len(counted))
 	failures := 0
 	modes := map[faultfs.Mode]int{}
-	for _, point := range points {
-		run := runCrashPoint(seed, point, counted)
+	check := func(run crashRun) {
 		modes[run.mode]++
 		if run.err == nil {
-			continue
+			return
 		}
 		failures++
-		t.Errorf("crash at operation %d (%s), %s image, step in flight: %s: %v\n"+
+		what, env := "crash", crashPointEnv
+		if run.noSpace {
+			what, env = "full disk", crashNoSpacePointEnv
+		}
+		t.Errorf("%s at operation %d (%s), %s image, step in flight: %s: %v\n"+
 			"replay: %s=%d %s=%d go test -run '^TestCrashPoints$' .\n"+
-			"operations up to the crash:\n%s",
-			point, run.ops[min(point, len(run.ops)-1)], run.mode, run.model.inflight, run.err,
-			crashSeedEnv, seed, crashPointEnv, point, faultfs.FormatOps(run.ops))
+			"operations up to the fault:\n%s",
+			what, run.point, run.ops[min(run.point, len(run.ops)-1)], run.mode, run.model.inflight, run.err,
+			crashSeedEnv, seed, env, run.point, faultfs.FormatOps(run.ops))
 		if failures == 3 {
-			t.Fatalf("stopping after %d failed crash points", failures)
+			t.Fatalf("stopping after %d failed points", failures)
 		}
 	}
-	t.Logf("crash points: %d checked of %d operations (%d power loss, %d process kill), seed %d, %s; %s=%d replays",
-		len(points), len(counted), modes[faultfs.PowerLoss], modes[faultfs.ProcessKill], seed,
-		time.Since(start).Round(time.Millisecond), crashSeedEnv, seed)
+	points := crashPoints(t, seed, len(counted))
+	for _, point := range points {
+		check(runCrashPoint(seed, point, counted, false))
+	}
+	spacePoints := noSpacePoints(t, seed, counted)
+	refused := 0
+	for _, point := range spacePoints {
+		run := runCrashPoint(seed, point, counted, true)
+		refused += run.model.refused
+		check(run)
+	}
+	t.Logf("crash points: %d checked of %d operations (%d power loss, %d process kill); full disk at %d of the %d that need space, %d appends refused; seed %d, %s; %s=%d replays",
+		len(points), len(counted), modes[faultfs.PowerLoss], modes[faultfs.ProcessKill], len(spacePoints),
+		countNeedsSpace(counted), refused, seed, time.Since(start).Round(time.Millisecond), crashSeedEnv, seed)
+}
+
+// countNeedsSpace counts the operations of ops that needsSpace selects.
+func countNeedsSpace(ops []faultfs.Op) int {
+	n := 0
+	for _, op := range ops {
+		if needsSpace(op) {
+			n++
+		}
+	}
+	return n
+}
+
+// noSpaceSample is how many operations that need space the default run fails with ENOSPC (fewer
+// under the race detector, which makes each about 5x slower).
+func noSpaceSample() int {
+	if faultfs.RaceEnabled {
+		return 150
+	}
+	return 600
+}
+
+// noSpacePoints returns the operations to fail with ENOSPC, in order: with
+// COMMITLOG_CRASH_POINTS=all every one needsSpace selects, with COMMITLOG_CRASH_NOSPACE_POINT
+// the one it names (none with COMMITLOG_CRASH_POINT), or a seeded sample.
+func noSpacePoints(t *testing.T, seed uint64, ops []faultfs.Op) []int {
+	if s := os.Getenv(crashNoSpacePointEnv); s != "" {
+		p, err := strconv.Atoi(s)
+		if err != nil || p < 0 || p >= len(ops) || !needsSpace(ops[p]) {
+			t.Fatalf("%s=%s: want an operation number below %d that needs space", crashNoSpacePointEnv, s, len(ops))
+		}
+		return []int{p}
+	}
+	if os.Getenv(crashPointEnv) != "" {
+		return nil
+	}
+	var all []int
+	for i, op := range ops {
+		if needsSpace(op) {
+			all = append(all, i)
+		}
+	}
+	if os.Getenv(crashPointsEnv) == "all" || len(all) <= noSpaceSample() {
+		return all
+	}
+	rng := rand.New(rand.NewPCG(seed, 2))
+	perm := rng.Perm(len(all))[:noSpaceSample()]
+	slices.Sort(perm)
+	out := make([]int, len(perm))
+	for i, k := range perm {
+		out[i] = all[k]
+	}
+	return out
 }
 
 // crashPoints returns the operations to crash at, in order: every one with

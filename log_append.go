@@ -2,11 +2,15 @@ package commitlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
+	"github.com/commitlog-go/commitlog/internal/checkpoint"
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
 
@@ -268,6 +272,15 @@ func (l *Log) write(w *pendingWrite, assign, await bool) (t writeTicket, firstOf
 		seg = l.active()
 	}
 
+	// The indexes' space first: a full disk then fails the write before any of it is in the
+	// .log, and the stores of its entries through the mappings cannot fault.
+	if err := seg.reserveIndexes(len(w.batches)); err != nil {
+		return t, 0, wrapIOErr("reserve index space of "+seg.path(logSuffix), err)
+	}
+	epochsOnDisk, err := l.writeEpochsAhead(w.data, w.batches)
+	if err != nil {
+		return t, 0, err
+	}
 	pos := seg.size.Load()
 	if _, err := seg.file.WriteAt(w.data, pos); err != nil {
 		// Remove whatever part reached the file so the framing stays whole; if even that fails
@@ -277,17 +290,55 @@ func (l *Log) write(w *pendingWrite, assign, await bool) (t writeTicket, firstOf
 		}
 		return t, 0, wrapIOErr("write "+seg.path(logSuffix), err)
 	}
-	if err := l.publish(seg, w.data, w.batches, pos, 1); err != nil {
+	if err := l.publish(seg, w.data, w.batches, pos, 1, epochsOnDisk); err != nil {
 		return t, 0, err
 	}
 	return writeTicket{seq: l.appendSeq, gen: l.truncGen.Load(), last: w.lastOffset}, w.firstOffset, nil
 }
 
+// writeEpochsAhead writes the leader-epoch checkpoint with the epochs that batches (about to be
+// written, their offsets assigned) start, before their bytes go to the .log, and reports whether
+// it did: a full disk then fails the write with ErrNoSpace and nothing written, where writing the
+// file after the batches were published could only fail the log. Nothing is written when no
+// batch starts an epoch, as for every write but the first of an epoch. Callers hold appendMu.
+func (l *Log) writeEpochsAhead(data []byte, batches []batchInfo) (bool, error) {
+	l.mu.RLock()
+	latest, _ := l.epochs.latest()
+	starts := false
+	for _, b := range batches {
+		// assign's test: only an epoch above the latest starts one.
+		if e := recordbatch.PartitionLeaderEpochOf(data[b.position:]); e >= 0 && e > latest.epoch {
+			starts = true
+			break
+		}
+	}
+	var next epochCache
+	if starts {
+		next.entries = slices.Clone(l.epochs.entries)
+	}
+	l.mu.RUnlock()
+	if !starts {
+		return false, nil
+	}
+	changed := false
+	for _, b := range batches {
+		changed = next.assign(recordbatch.PartitionLeaderEpochOf(data[b.position:]), b.baseOffset) || changed
+	}
+	if !changed {
+		return false, nil
+	}
+	path := filepath.Join(l.dir, leaderEpochFileName)
+	if err := checkpoint.WriteRaw(l.fs, path, next.encode()); err != nil {
+		return false, wrapIOErr("write "+path, err)
+	}
+	return true, nil
+}
+
 // publish makes batches, just written at pos of the active segment seg by writes appends, what
 // readers see: the indexes, the segment's size and next offset, the append sequence number; and,
-// once per leader epoch, writes the epoch file before any of them is acknowledged. Callers hold
-// appendMu.
-func (l *Log) publish(seg *segment, data []byte, batches []batchInfo, pos int64, writes int) error {
+// once per leader epoch, writes the epoch file before any of them is acknowledged, unless
+// epochsOnDisk says that writeEpochsAhead wrote it. Callers hold appendMu.
+func (l *Log) publish(seg *segment, data []byte, batches []batchInfo, pos int64, writes int, epochsOnDisk bool) error {
 	l.mu.Lock()
 	var ierr error
 	newEpoch := false
@@ -307,7 +358,7 @@ func (l *Log) publish(seg *segment, data []byte, batches []batchInfo, pos int64,
 	if ierr != nil {
 		return l.fail(fmt.Errorf("index %s: %w", seg.path(logSuffix), ierr))
 	}
-	if newEpoch {
+	if newEpoch && !epochsOnDisk {
 		// Once per leader epoch: the first batch of an epoch is not acknowledged before the
 		// epoch's start is on disk, so a restarted follower can always find it.
 		if err := l.writeEpochs(); err != nil {
@@ -319,6 +370,12 @@ func (l *Log) publish(seg *segment, data []byte, batches []batchInfo, pos int64,
 
 // roll seals the active segment and starts a new one at newBase. An empty active segment is
 // replaced rather than sealed. Callers hold appendMu.
+//
+// The new segment's files are made (or claimed from the spares) and their index space reserved
+// before anything of the old segment changes: when that fails, with ENOSPC as a rule, the roll
+// returns the error (ErrNoSpace for a full disk), the old segment stays active and unsealed, the
+// log stays writable, and the next write tries the roll again. Kafka's roll creates the new
+// segment before it marks the old one inactive too (UnifiedLog.roll).
 //
 // Under SyncAlways the old segment's data is fsynced before the new segment becomes active: the
 // group commit's fsync covers the active segment only, and appends whose bytes went to the old
@@ -336,32 +393,37 @@ func (l *Log) roll(newBase int64) error {
 		return fmt.Errorf("%w: a write cannot fit an empty segment at base offset %d", ErrCorrupt, newBase)
 	}
 	always := l.cfg.Sync == SyncAlways
+	if !empty && always {
+		if err := old.file.Sync(); err != nil {
+			return l.fail(fmt.Errorf("seal %s: %w", old.path(logSuffix), err))
+		}
+	}
+	seg, err := createSegment(l.fs, l.dir, newBase, &l.cfg, l.claimSpare(newBase))
+	if err != nil {
+		// Nothing changed: the old segment is still the active one, whole and writable.
+		l.logger.Warn("creating the next segment failed; the log stays on its active segment", "base_offset", newBase, "err", err)
+		return wrapIOErr(fmt.Sprintf("create segment %d of %s", newBase, l.dir), err)
+	}
 	if !empty {
-		// Readers look up the indexes under mu, so remapping them happens under it; the fsyncs
-		// of the data before and of the trimmed indexes after happen outside, so that readers
-		// never wait for the disk.
-		var err error
-		if always {
-			err = old.file.Sync()
-		}
-		if err == nil {
-			l.mu.Lock()
-			err = old.sealIndexes()
-			l.mu.Unlock()
-		}
+		// Readers look up the indexes under mu, so remapping them happens under it; the fsync
+		// of the trimmed indexes after happens outside, so that readers never wait for the disk.
+		l.mu.Lock()
+		err := old.sealIndexes()
+		l.mu.Unlock()
 		if err == nil && always {
 			err = old.syncIndexes()
 		}
 		if err != nil {
-			return l.fail(fmt.Errorf("seal %s: %w", old.path(logSuffix), err))
+			return errors.Join(l.fail(fmt.Errorf("seal %s: %w", old.path(logSuffix), err)), seg.remove())
 		}
 		// Sealed, the indexes are read-only and their bytes are in the page cache: the file
-		// cache may close the files before the flusher syncs them by path.
+		// cache may close the files before the flusher syncs them by path. The new segment's
+		// files were added to the cache while the old one was still pinned: the bound is
+		// enforced again now that it can be closed.
 		old.pinned.Store(false)
-	}
-	seg, err := createSegment(l.fs, l.dir, newBase, &l.cfg, l.claimSpare(newBase))
-	if err != nil {
-		return l.fail(fmt.Errorf("create segment %d: %w", newBase, err))
+		if old.files != nil {
+			old.files.trim()
+		}
 	}
 	if always {
 		if err := l.fs.SyncDir(l.dir); err != nil {

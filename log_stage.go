@@ -123,6 +123,19 @@ func (l *Log) drainStage() error {
 		l.skipSeqs(writes)
 		return err
 	}
+	// The indexes' space first, as write reserves it: a full disk fails the stage with nothing
+	// written.
+	if err := seg.reserveIndexes(len(st.batches)); err != nil {
+		res.err = wrapIOErr(fmt.Sprintf("reserve index space for %d appends to %s", writes, seg.path(logSuffix)), err)
+		l.skipSeqs(writes)
+		return res.err
+	}
+	epochsOnDisk, err := l.writeEpochsAhead(st.data, st.batches)
+	if err != nil {
+		res.err = err
+		l.skipSeqs(writes)
+		return res.err
+	}
 	if _, err := seg.file.WriteAt(st.data, pos); err != nil {
 		if terr := seg.file.Truncate(pos); terr != nil {
 			l.fail(fmt.Errorf("remove partial write of %s at %d: %w (after %w)", seg.path(logSuffix), pos, terr, err))
@@ -131,7 +144,7 @@ func (l *Log) drainStage() error {
 		l.skipSeqs(writes)
 		return res.err
 	}
-	if err := l.publish(seg, st.data, st.batches, pos, writes); err != nil {
+	if err := l.publish(seg, st.data, st.batches, pos, writes, epochsOnDisk); err != nil {
 		res.err = err
 		return err
 	}

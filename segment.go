@@ -135,15 +135,37 @@ func (s *segment) path(suffix string) string {
 	return filepath.Join(s.dir, segmentName(s.baseOffset)+suffix)
 }
 
-// createSegment creates the files of a new, empty, active segment. The caller syncs the directory.
-// spared says that a roll has just renamed spare files to the segment's names (log_spare.go):
-// they are empty, and no stale index is left to remove.
+// createSegment creates the files of a new, empty, active segment, with the disk space of its
+// indexes' first entries reserved. The caller syncs the directory. spared says that a roll has
+// just renamed spare files to the segment's names (log_spare.go): they are empty, and no stale
+// index is left to remove.
+//
+// On failure (a full disk, as a rule: syscall.ENOSPC from a creation, the index preallocation or
+// the reservation) no segment is made, and the files at the segment's names are removed: they
+// are empty or stale, as nothing of the log is at or past the base offset of a segment being
+// created.
 func createSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig, spared bool) (*segment, error) {
 	s := &segment{fs: fs, dir: dir, baseOffset: baseOffset, cfg: cfg, files: fileCacheOf(fs), posCache: positionCacheOf(fs),
 		nextOffset: baseOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1}
-	f, err := fs.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
+	if err := s.createFiles(spared); err != nil {
+		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			if rerr := fs.Remove(s.path(suf)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+				err = errors.Join(err, rerr)
+			}
+		}
 		return nil, err
+	}
+	s.isOpen.Store(true)
+	s.files.add(s)
+	return s, nil
+}
+
+// createFiles creates (or, spared, opens) the .log file and the writable indexes of a new
+// segment; on failure it closes whichever it opened.
+func (s *segment) createFiles(spared bool) error {
+	f, err := s.fs.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
 	}
 	s.file, s.shared = f, fsys.SharesMappings(f)
 	// Stale indexes of an earlier segment at this base offset must not be trusted; claimed spares
@@ -152,18 +174,14 @@ func createSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig, spa
 		if spared {
 			break
 		}
-		if err := fs.Remove(s.path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			f.Close()
-			return nil, err
+		if err := s.fs.Remove(s.path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return errors.Join(err, f.Close())
 		}
 	}
 	if err := s.openIndexes(true); err != nil {
-		f.Close()
-		return nil, err
+		return errors.Join(err, f.Close())
 	}
-	s.isOpen.Store(true)
-	s.files.add(s)
-	return s, nil
+	return nil
 }
 
 // openSegment opens an existing segment's .log file and takes its size; load then opens the
@@ -351,6 +369,17 @@ func (s *segment) indexBatch(b batchInfo) error {
 	s.bytesSinceIndex += b.size
 	s.nextOffset = b.lastOffset + 1
 	return nil
+}
+
+// reserveIndexes makes sure that the index entries of the next batches batches need no disk
+// space when they are stored (see index.Offset.Reserve): a write reserves them before its bytes
+// go to the .log, so that a full disk fails it with nothing written. Callers hold the log's
+// writers' lock.
+func (s *segment) reserveIndexes(batches int) error {
+	if err := s.offsetIdx.Reserve(batches); err != nil {
+		return err
+	}
+	return s.timeIdx.Reserve(batches)
 }
 
 // canHold reports whether a write of n bytes whose last offset is lastOffset and largest

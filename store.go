@@ -388,12 +388,18 @@ func (s *Store) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 		}
 	}
 	if err != nil {
+		// The folders go first, durably, and then the configuration: the other way round, a
+		// power loss could keep a folder whose removal was not synced, and the restart would
+		// adopt it as a topic of Kafka's default configuration.
+		for i := range cfg.Partitions {
+			s.o.fs.RemoveAll(filepath.Join(s.dir, partitionDirName(name, i)))
+		}
+		if serr := s.o.fs.SyncDir(s.dir); serr != nil {
+			s.o.logger.Error("removal of a failed topic's folders not synced", "topic", name, "err", serr)
+		}
 		delete(s.configs, name)
 		if serr := s.saveConfigs(); serr != nil {
 			s.o.logger.Error("topic configs not restored after a failed create", "topic", name, "err", serr)
-		}
-		for i := range cfg.Partitions {
-			s.o.fs.RemoveAll(filepath.Join(s.dir, partitionDirName(name, i)))
 		}
 		return nil, err
 	}
@@ -442,6 +448,7 @@ func (s *Store) DeleteTopic(name string) error {
 	// Rename first: once the config is gone, a folder left under its own name would come back as
 	// an adopted topic.
 	var renamed []string
+	kept := false
 	for p := range t.cfg.Partitions {
 		from := filepath.Join(s.dir, partitionDirName(name, p))
 		to := filepath.Join(s.dir, deleteDirName(name, p))
@@ -453,6 +460,7 @@ func (s *Store) DeleteTopic(name string) error {
 		}
 		if rerr := s.o.fs.Rename(from, to); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 			err = errors.Join(err, rerr)
+			kept = true
 			continue
 		}
 		renamed = append(renamed, to)
@@ -460,9 +468,14 @@ func (s *Store) DeleteTopic(name string) error {
 	if serr := s.o.fs.SyncDir(s.dir); serr != nil {
 		err = errors.Join(err, serr)
 	}
-	delete(s.configs, name)
-	if serr := s.saveConfigs(); serr != nil {
-		err = errors.Join(err, serr)
+	// A folder that could not be renamed (a full disk) keeps the configuration: without it the
+	// folder would come back at the next open as a topic of Kafka's default configuration. The
+	// topic then opens again with its own, its deletion unfinished.
+	if !kept {
+		delete(s.configs, name)
+		if serr := s.saveConfigs(); serr != nil {
+			err = errors.Join(err, serr)
+		}
 	}
 	// After the config: a crash in between leaves positions of a topic that no longer exists,
 	// which a topic created again under the name would otherwise resume (see

@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
 	"syscall"
 	"testing"
 
@@ -324,6 +325,7 @@ func TestInjectedErrors(t *testing.T) {
 		{"readdir", ReadDir, func() error { _, err := f.ReadDir("/d"); return err }},
 		{"truncate", Truncate, func() error { return a.Truncate(0) }},
 		{"read", Read, func() error { _, err := a.ReadAt(make([]byte, 1), 0); return err }},
+		{"allocate", Allocate, func() error { return a.Allocate(0, 4096) }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -343,6 +345,19 @@ func TestInjectedErrors(t *testing.T) {
 	require.Len(t, entries, 1)
 	require.Equal(t, "a", entries[0].Name())
 	got := make([]byte, 1)
+	_, err = a.ReadAt(got, 0)
+	require.NoError(t, err)
+	require.Equal(t, "x", string(got))
+	size, err := a.Size()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), size, "the failed Allocate did not grow the file")
+	// Allocate runs through: recorded with its range, the file grown, its bytes kept.
+	require.NoError(t, a.Allocate(1, 99))
+	ops := f.Ops()
+	require.Equal(t, "#"+strconv.Itoa(len(ops)-1)+" allocate /d/a off=1 len=99", ops[len(ops)-1].String())
+	size, err = a.Size()
+	require.NoError(t, err)
+	require.Equal(t, int64(100), size)
 	_, err = a.ReadAt(got, 0)
 	require.NoError(t, err)
 	require.Equal(t, "x", string(got))

@@ -104,6 +104,16 @@ func (fl *faultFile) Truncate(size int64) error {
 	})
 }
 
+// Allocate allocates the range in the inner file; the size it may grow to is durable once the
+// file is synced, as Truncate's is.
+func (fl *faultFile) Allocate(off, length int64) error {
+	fl.fs.mu.Lock()
+	defer fl.fs.mu.Unlock()
+	return fl.run(Op{Kind: Allocate, Path: fl.Name(), Offset: off, Len: int(length)}, func() error {
+		return fl.inner.Allocate(off, length)
+	})
+}
+
 // Sync syncs the inner file and makes the file's bytes and size durable, as fdatasync. An
 // injected failure drops the unsynced bytes instead (see Fault.Err).
 func (fl *faultFile) Sync() error {

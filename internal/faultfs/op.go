@@ -31,13 +31,14 @@ const (
 	Close                     // File.Close
 	MapSync                   // Mapping.Sync; Len is the mapping's size
 	MapClose                  // Mapping.Close; Len is the mapping's size
+	Allocate                  // File.Allocate; Offset and Len are the range
 )
 
 var kindNames = [...]string{
 	OpenFile: "open", Remove: "remove", RemoveAll: "removeall", Rename: "rename", ReadDir: "readdir",
 	MkdirAll: "mkdirall", Stat: "stat", Lstat: "lstat", SyncDir: "syncdir", Lock: "lock",
 	Unlock: "unlock", Read: "read", Write: "write", Size: "size", Truncate: "truncate", Sync: "sync",
-	Map: "map", Close: "close", MapSync: "msync", MapClose: "munmap",
+	Map: "map", Close: "close", MapSync: "msync", MapClose: "munmap", Allocate: "allocate",
 }
 
 // String returns the kind's short name ("write", "sync", "syncdir", ...), as Op.String prints it.
@@ -58,9 +59,9 @@ type Op struct {
 	Path string
 	// NewPath is Rename's new name; empty for other kinds.
 	NewPath string
-	// Offset is the offset of Read and Write, and the new size of Truncate.
+	// Offset is the offset of Read, Write and Allocate, and the new size of Truncate.
 	Offset int64
-	// Len is the byte count of Read and Write, and the size of Map, MapSync and MapClose.
+	// Len is the byte count of Read, Write and Allocate, and the size of Map, MapSync and MapClose.
 	Len int
 	// Flag is OpenFile's flags; 1 for a writable Map.
 	Flag int
@@ -79,7 +80,7 @@ func (op Op) String() string {
 	switch op.Kind {
 	case Rename:
 		fmt.Fprintf(&b, " -> %s", op.NewPath)
-	case Read, Write:
+	case Read, Write, Allocate:
 		fmt.Fprintf(&b, " off=%d len=%d", op.Offset, op.Len)
 	case Truncate:
 		fmt.Fprintf(&b, " size=%d", op.Offset)

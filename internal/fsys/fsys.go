@@ -53,6 +53,16 @@ type File interface {
 	Truncate(size int64) error
 	// Sync makes the file's data durable (fdatasync where the platform has it).
 	Sync() error
+	// Allocate gives the bytes [off, off+length) of the file disk space, as fallocate(2) with
+	// mode 0 does: the file grows to off+length bytes (zero filled) when shorter, and the bytes
+	// it holds are not changed. Once it returns nil, writes to the range, stores through a
+	// writable mapping included, need no more space: a store into a page of a sparse file that
+	// a full disk cannot back is a SIGBUS, which Allocate turns into an error beforehand. The
+	// error wraps syscall.ENOSPC when the disk cannot hold the range (some of it may then be
+	// allocated). Where the file system has no fallocate (EOPNOTSUPP), the OS implementation
+	// writes the range back as it is, zeros past the end, with pwrite and checks the writes,
+	// which allocates it too. off must not be negative and length must be positive.
+	Allocate(off, length int64) error
 	// Map maps the first size bytes of the file, which must be at least size bytes long, read-only
 	// or writable. Writes to a writable mapping reach the file by Mapping.Sync or Mapping.Close.
 	// Implementations without mmap read the bytes into memory and write them back on Sync and Close,

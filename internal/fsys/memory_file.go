@@ -120,6 +120,31 @@ func (f *memFile) Truncate(size int64) error {
 	return nil
 }
 
+// Allocate grows the file to off+length bytes when it is shorter, as fallocate does; memory
+// needs no other reservation. Growing a file with a live writable mapping is refused, as
+// Truncate refuses it.
+func (f *memFile) Allocate(off, length int64) error {
+	if err := f.check("allocate", false, true); err != nil {
+		return err
+	}
+	if err := checkAllocate(f.name, off, length); err != nil {
+		return err
+	}
+	if off+length > math.MaxInt {
+		return &fs.PathError{Op: "allocate", Path: f.name, Err: errInvalid}
+	}
+	n := f.node
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if end := int(off + length); end > n.size {
+		if err := n.resize(end); err != nil {
+			return &fs.PathError{Op: "allocate", Path: f.name, Err: err}
+		}
+		n.modTime = time.Now()
+	}
+	return nil
+}
+
 // Sync has nothing to make durable.
 func (f *memFile) Sync() error {
 	if f.closed.Load() {

@@ -3,6 +3,8 @@
 package fsys
 
 import (
+	"bytes"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -12,8 +14,8 @@ import (
 // mapIsMmap tells tests whether mappings share pages with the file.
 const mapIsMmap = false
 
-// mapFile reads the first size bytes of f into memory. A writable mapping writes the whole slice
-// back, and syncs, on Sync and Close, through its own duplicate of f's handle: the mapping stays
+// mapFile reads the first size bytes of f into memory. A writable mapping writes back the chunks
+// of the slice that differ from the file, and syncs, on Sync and Close, through its own duplicate of f's handle: the mapping stays
 // valid after f is closed, and keeps the same file when f's name is renamed or removed.
 //
 // Unlike mmap, the copy is a snapshot: writes through f after Map are not seen in Bytes, and a
@@ -65,11 +67,28 @@ func (m *copyMapping) writeBack() error {
 	if m.f == nil {
 		return nil
 	}
-	if _, err := m.f.WriteAt(m.b, 0); err != nil {
-		return err
+	// Only the chunks that differ from the file are written, as mmap writes back only the pages
+	// stored into: writing the whole copy would allocate every hole of a sparse file (an index
+	// preallocated to its maximum size), and on a full disk fail for bytes nobody stored.
+	buf := make([]byte, min(len(m.b), writeBackChunk))
+	for off := 0; off < len(m.b); off += writeBackChunk {
+		b := m.b[off:min(off+writeBackChunk, len(m.b))]
+		n, err := m.f.ReadAt(buf[:len(b)], int64(off))
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		if n == len(b) && bytes.Equal(buf[:n], b) {
+			continue
+		}
+		if _, err := m.f.WriteAt(b, int64(off)); err != nil {
+			return err
+		}
 	}
 	return syncFile(m.f)
 }
+
+// writeBackChunk is the unit in which a writable copy is compared with the file and written back.
+const writeBackChunk = 64 << 10
 
 func (m *copyMapping) Close() error {
 	m.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 )
 
@@ -47,6 +48,7 @@ func (f *osFile) WriteAt(p []byte, off int64) (int, error) { return f.f.WriteAt(
 func (f *osFile) Name() string                             { return f.f.Name() }
 func (f *osFile) Truncate(size int64) error                { return f.f.Truncate(size) }
 func (f *osFile) Sync() error                              { return syncFile(f.f) }
+func (f *osFile) Allocate(off, length int64) error         { return allocate(f.f, off, length) }
 func (f *osFile) Close() error                             { return f.f.Close() }
 
 // SharesMappings reports whether Map is mmap (see fsys.SharesMappings).
@@ -92,6 +94,41 @@ func checkMap(name string, flag, size int, writable bool, fileSize int64) error 
 	}
 	return nil
 }
+
+// allocateByWrite is Allocate without fallocate: it reads the range a chunk at a time and
+// writes it back (zeros past the end of the file), so that every block of the range is written.
+// Stores through a mapping of the range meanwhile would be lost: the only caller reserves space
+// before it stores into it, from the goroutine that stores.
+func allocateByWrite(f *os.File, off, length int64) error {
+	const chunk = 64 << 10
+	buf := make([]byte, min(length, chunk))
+	for length > 0 {
+		b := buf[:min(length, int64(len(buf)))]
+		n, err := f.ReadAt(b, off)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		clear(b[n:])
+		if _, err := f.WriteAt(b, off); err != nil {
+			return err
+		}
+		off += int64(len(b))
+		length -= int64(len(b))
+	}
+	return nil
+}
+
+// checkAllocate refuses a range Allocate cannot take, as fallocate does with EINVAL.
+func checkAllocate(name string, off, length int64) error {
+	if off < 0 || length <= 0 || off > math.MaxInt64-length {
+		return &fs.PathError{Op: "allocate", Path: name, Err: fmt.Errorf("%w: offset %d, length %d", errInvalidRange, off, length)}
+	}
+	return nil
+}
+
+// errInvalidRange is Allocate's refusal of a negative offset, a length that is not positive, or a
+// range past the largest file size.
+var errInvalidRange = errors.New("invalid range")
 
 // OSFile returns the operating system's file behind f, for system calls that take a descriptor
 // (sendfile), or nil when f is not a file of OS.

@@ -16,7 +16,19 @@ import (
 // Invariants: entries <= maxEntries and maxEntries*entrySize <= len(data), so reading an entry
 // below entries never goes out of bounds, whatever the file holds; in a writable mapping the
 // bytes after the entries in use are zero, so a crash that leaves the file preallocated leaves
-// zero entries after the last real one, which Check detects.
+// zero entries after the last real one, which Check detects; and every byte a writable mapping
+// is stored into has disk space reserved (below reserved), so that a full disk is an error of
+// the append that needs the space, never a SIGBUS.
+//
+// Reads of the mapping cannot fault on a file that shrank, because nothing of the log shrinks an
+// index file under a live mapping of it: seal and close unmap before they trim, truncate only
+// shrinks the view (the file keeps its size until the trim), and a rebuild in fresh files
+// (recreateIndexes) closes the old mapping before it removes the file; retention renames files
+// and removes them only once no read holds the segment. The memory file system refuses a
+// Truncate below a live mapping, so a test that broke this would fail there. A file cut by
+// another program while the store holds its directory's lock is outside that promise, as it
+// is for Kafka's mapped indexes; the .log mapping, read in place by ReadRecord, turns such a
+// fault into the read's error (log_record.go).
 type mapped struct {
 	name      string
 	entrySize int
@@ -26,9 +38,10 @@ type mapped struct {
 
 	entries    int // entries in use, at the start of data
 	maxEntries int // entries data has room for
-	// materialized is where the bytes of the file not yet written start, a page boundary; see
-	// materialize.
-	materialized int
+	// reserved is where the bytes of a writable index that have no disk space reserved start
+	// (see reserve): entries*entrySize <= reserved <= len(data), and nothing is ever stored
+	// through the mapping at or past it.
+	reserved int
 
 	writable  bool // data is mapped writable: the index of the active segment
 	trim      bool // the file is larger than the entries in use and must be trimmed on Close
@@ -47,8 +60,10 @@ func checkBase(path string, baseOffset int64) error {
 
 // open opens name, creating it when writable, and maps it. A writable index is grown to maxBytes
 // rounded down to a whole entry (never shrunk: an existing file larger than that is mapped whole
-// and is full); a read-only one is mapped at its size. Entries in use are the file's size divided
-// by entrySize; a size that does not divide is ErrCorrupt.
+// and is full), sparse, and disk space is reserved for the bytes it held and for its next
+// entries (see reserve); a read-only one is mapped at its size. Entries in use are the file's
+// size divided by entrySize; a size that does not divide is ErrCorrupt. A reservation the disk
+// cannot hold is an error wrapping syscall.ENOSPC, and nothing is mapped.
 func (x *mapped) open(fs fsys.FS, name string, entrySize, maxBytes int, writable bool) error {
 	*x = mapped{name: name, entrySize: entrySize}
 	maxSize := maxBytes / entrySize * entrySize
@@ -83,6 +98,14 @@ func (x *mapped) mapFile(f fsys.File, maxSize int, writable bool) error {
 	}
 	entries := int(size) / x.entrySize
 	mapSize := int(size)
+	if writable && size > 0 {
+		// The bytes the file holds may be stored into (truncate zeroes dropped entries), and a
+		// file a crash left preallocated is sparse: they get their space first. On a file
+		// trimmed by a clean close, every block is allocated already and this costs a lookup.
+		if err := f.Allocate(0, size); err != nil {
+			return fmt.Errorf("%s: reserve %d bytes: %w", x.name, size, err)
+		}
+	}
 	if writable && maxSize > mapSize {
 		if err := f.Truncate(int64(maxSize)); err != nil {
 			return fmt.Errorf("%s: preallocate %d bytes: %w", x.name, maxSize, err)
@@ -97,7 +120,14 @@ func (x *mapped) mapFile(f fsys.File, maxSize int, writable bool) error {
 		return err
 	}
 	x.entries = entries
-	x.materialized = (int(size) + pageSize - 1) / pageSize * pageSize
+	x.reserved = int(size)
+	if writable {
+		// The first entries' space now, so that a segment that could take no entry is refused
+		// when it is made (a roll), not at its first append.
+		if err := x.reserve(1); err != nil {
+			return errors.Join(err, x.unmap())
+		}
+	}
 	return nil
 }
 
@@ -156,45 +186,48 @@ func (x *mapped) checkWritable() error {
 // full reports whether there is no room for another entry.
 func (x *mapped) full() bool { return !x.writable || x.entries >= x.maxEntries }
 
-// put appends an entry; the caller has checked that there is room.
-func (x *mapped) put() []byte {
-	if end := (x.entries + 1) * x.entrySize; end > x.materialized {
-		x.materialize(end)
+// put appends an entry; the caller has checked that there is room. It reserves the entry's disk
+// space first if the caller has not (see reserve); when that fails nothing is stored.
+func (x *mapped) put() ([]byte, error) {
+	if err := x.reserve(1); err != nil {
+		return nil, err
 	}
 	b := x.data[x.entries*x.entrySize : (x.entries+1)*x.entrySize]
 	x.entries++
-	return b
+	return b, nil
+}
+
+// Reservation sizes: space is reserved a chunk at a time, in whole pages, ahead of the entries.
+const (
+	pageSize     = 4 << 10
+	reserveChunk = 64 << 10
+)
+
+// reserve makes sure the next n entries of a writable index (as many of them as the mapping
+// holds) have disk space, so that storing them through the mapping cannot fault: the first
+// store into a page of a sparse file allocates the page's block, and on a full disk that is a
+// SIGBUS. Space is reserved with File.Allocate (fallocate) from reserved to at least a chunk
+// further, rounded up to a page, so that an append rarely pays for it: one call per
+// reserveChunk bytes of index. A failed reservation is an error wrapping the file system's
+// (syscall.ENOSPC for a full disk) and leaves the index as it was; some of the range may have
+// been allocated, which is harmless: the file's size does not change.
+func (x *mapped) reserve(n int) error {
+	end := min((x.entries+n)*x.entrySize, len(x.data))
+	if end <= x.reserved {
+		return nil
+	}
+	to := min((max(end, x.reserved+reserveChunk)+pageSize-1)/pageSize*pageSize, len(x.data))
+	if err := x.f.Allocate(int64(x.reserved), int64(to-x.reserved)); err != nil {
+		return fmt.Errorf("%s: reserve bytes %d to %d for %d entries: %w", x.name, x.reserved, to, n, err)
+	}
+	x.reserved = to
+	return nil
 }
 
 // truncate keeps the first n entries. A writable index zeroes the dropped ones, so that a crash
 // before the next trim cannot leave stale entries behind the live ones that look valid; a
-// read-only mapping cannot be written, and only its view shrinks.
-// Page-size bounds of materialize: pages are written ahead materializeChunk bytes at a time.
-const (
-	pageSize         = 4 << 10
-	materializeChunk = 64 << 10
-)
-
-// materialize writes zeros with the file's WriteAt from x.materialized (a page boundary at or
-// past the entries in use) to at least end, a chunk at a time, before entries are stored there
-// through the mapping. The first store into a page of a preallocated (sparse) file through a
-// shared mapping takes a fault that allocates the page's block, which cost 1.7-3.5 ms a page
-// on ext4 on the machine these were measured on, against microseconds for a page written first;
-// a segment's index would pay it for every new page. A failed write is ignored: the store
-// through the mapping works either way, only slower.
-func (x *mapped) materialize(end int) {
-	from := x.materialized
-	to := min((max(end, from+materializeChunk)+pageSize-1)/pageSize*pageSize, len(x.data))
-	if to <= from {
-		return
-	}
-	if _, err := x.f.WriteAt(make([]byte, to-from), int64(from)); err != nil {
-		x.materialized = len(x.data)
-		return
-	}
-	x.materialized = to
-}
-
+// read-only mapping cannot be written, and only its view shrinks. The bytes zeroed are below
+// reserved (entries in use always are), so the stores need no space.
 func (x *mapped) truncate(n int) {
 	if n < 0 || n >= x.entries {
 		return

@@ -151,7 +151,9 @@ func (x *Offset) Lookup(offset int64) (entryOffset, position int64) {
 // is not above the last entry's, when position is not above the last entry's, when offset is
 // below the base offset or more than math.MaxInt32 above it (check CanAppend and roll the segment
 // first), when position is negative or above math.MaxInt32, or when offset is the base offset
-// but position is not 0. An index built with Append passes Check.
+// but position is not 0; and an error wrapping the file system's (syscall.ENOSPC) when the disk
+// space of the entry cannot be reserved (see Reserve), with nothing appended. An index built with
+// Append passes Check.
 func (x *Offset) Append(offset, position int64) error {
 	if err := x.m.checkWritable(); err != nil {
 		return err
@@ -176,10 +178,26 @@ func (x *Offset) Append(offset, position int64) error {
 	if offset == x.base && position != 0 {
 		return fmt.Errorf("%s: append base offset %d at position %d: only the batch at position 0 can hold it", x.m.name, offset, position)
 	}
-	b := x.m.put()
+	b, err := x.m.put()
+	if err != nil {
+		return fmt.Errorf("append offset %d: %w", offset, err)
+	}
 	binary.BigEndian.PutUint32(b, uint32(offset-x.base))
 	binary.BigEndian.PutUint32(b[4:], uint32(position))
 	return nil
+}
+
+// Reserve makes sure the next n entries have disk space, so that appending them stores into
+// the mapping without allocating: a store into a page a full disk cannot back would be a SIGBUS.
+// Space is reserved with fallocate a 64 KiB chunk ahead, so most calls do nothing. The error
+// wraps the file system's (syscall.ENOSPC for a full disk); nothing of the index changes then.
+// Kafka preallocates its index with RandomAccessFile.setLength, sparse, and has no such check.
+// A read-only or closed index has nothing to reserve.
+func (x *Offset) Reserve(n int) error {
+	if x.m.checkWritable() != nil {
+		return nil
+	}
+	return x.m.reserve(n)
 }
 
 // CanAppend reports whether an entry for offset would fit: the index is writable and not full,

@@ -133,7 +133,9 @@ func (x *Time) LookupBefore(ts int64) (offset int64, ok bool) {
 // It returns an error when the index is read-only or closed, when offset is below the last
 // entry's offset or the base offset (even if nothing would be appended, as in Kafka), an error
 // wrapping ErrFull when an entry is due and there is no room, and an error when the relative
-// offset of an entry due does not fit in 31 bits. An index built with MaybeAppend passes Check.
+// offset of an entry due does not fit in 31 bits, and an error wrapping the file system's
+// (syscall.ENOSPC) when the entry's disk space cannot be reserved (see Reserve), with nothing
+// appended. An index built with MaybeAppend passes Check.
 //
 // Like Kafka, the index keeps its last slot for the entry appended at roll: Full is true one entry
 // before MaybeAppend returns ErrFull.
@@ -157,10 +159,25 @@ func (x *Time) MaybeAppend(timestamp, offset int64) error {
 	if offset-x.base > maxRelative {
 		return fmt.Errorf("%s: append offset %d: relative to base offset %d it does not fit in 31 bits", x.m.name, offset, x.base)
 	}
-	b := x.m.put()
+	b, err := x.m.put()
+	if err != nil {
+		return fmt.Errorf("append timestamp %d at offset %d: %w", timestamp, offset, err)
+	}
 	binary.BigEndian.PutUint64(b, uint64(timestamp))
 	binary.BigEndian.PutUint32(b[8:], uint32(offset-x.base))
 	return nil
+}
+
+// Reserve makes sure the next n entries, and the one after them that a roll appends, have disk
+// space, as Offset.Reserve does for the offset index: appending them then cannot fault on a
+// full disk, and the entry of the roll needs no space. The error wraps the file system's
+// (syscall.ENOSPC for a full disk); nothing of the index changes then. A read-only or closed
+// index has nothing to reserve.
+func (x *Time) Reserve(n int) error {
+	if x.m.checkWritable() != nil {
+		return nil
+	}
+	return x.m.reserve(n + 1)
 }
 
 // CanAppend reports whether an entry for offset would fit: the index is not Full and offset is
