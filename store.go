@@ -471,10 +471,13 @@ func (s *Store) DeleteTopic(name string) error {
 	// A folder that could not be renamed (a full disk) keeps the configuration: without it the
 	// folder would come back at the next open as a topic of Kafka's default configuration. The
 	// topic then opens again with its own, its deletion unfinished.
+	saved := false
 	if !kept {
 		delete(s.configs, name)
 		if serr := s.saveConfigs(); serr != nil {
 			err = errors.Join(err, serr)
+		} else {
+			saved = true
 		}
 	}
 	// After the config: a crash in between leaves positions of a topic that no longer exists,
@@ -482,6 +485,12 @@ func (s *Store) DeleteTopic(name string) error {
 	// removeTopicPositions; the next DeleteTopic of the name removes them).
 	if perr := s.removeTopicPositions(name); perr != nil {
 		err = errors.Join(err, perr)
+	}
+	// The renamed folders go only once the configuration without the topic is durable: until
+	// then they are what tells the next open that the deletion is unfinished (see
+	// deletionUnfinished), and without them a configured topic would miss its folders.
+	if !saved {
+		return err
 	}
 	for _, d := range renamed {
 		if rerr := s.o.fs.RemoveAll(d); rerr != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -114,7 +115,8 @@ func (f failRenameTo) Rename(oldpath, newpath string) error {
 
 // TestUnfinishedTopicDeletion: a DeleteTopic that stopped after renaming a folder
 // "<folder>-delete" is finished by the next Open, and by the one after when that Open stops
-// before the configuration is saved; a folder "-delete" whose name, cut to the folder name limit,
+// before the configuration is saved, and when DeleteTopic itself could not save the configuration
+// without the topic; a folder "-delete" whose name, cut to the folder name limit,
 // is also another topic's, finishes only the deletion of the topic whose folder is gone.
 func TestUnfinishedTopicDeletion(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
@@ -137,6 +139,35 @@ func TestUnfinishedTopicDeletion(t *testing.T) {
 			require.NoError(t, err)
 			_, err = s.Topic("orders")
 			require.ErrorIs(t, err, ErrUnknownTopic)
+			require.Empty(t, s.Topics())
+			require.NoError(t, s.Close())
+			for _, name := range fsListDir(t, fsy, dir) {
+				require.False(t, strings.HasPrefix(name, "orders"), name)
+			}
+		})
+
+		t.Run("configuration not saved by DeleteTopic", func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "store")
+			s, err := Open(dir, withFS(fsy))
+			require.NoError(t, err)
+			tp, err := s.CreateTopic("orders", TopicConfig{Partitions: 2, LogConfig: baseConfig()})
+			require.NoError(t, err)
+			p1, err := tp.Partition(1)
+			require.NoError(t, err)
+			require.NoError(t, p1.Append(context.Background(), workloadRecords(0, 5)...))
+			require.NoError(t, s.Close())
+
+			s, err = Open(dir, withFS(failRenameTo{fsy, filepath.Join(dir, topicsFileName)}))
+			require.NoError(t, err)
+			require.ErrorIs(t, s.DeleteTopic("orders"), syscall.EIO)
+			require.NoError(t, s.Close())
+			// The configuration still names the topic: its renamed folders stay for the next
+			// open to finish the deletion, rather than leave a configured topic without folders.
+			require.ElementsMatch(t, []string{deleteDirName("orders", 0), deleteDirName("orders", 1)},
+				slices.DeleteFunc(fsListDir(t, fsy, dir), func(n string) bool { return !strings.HasPrefix(n, "orders") }))
+
+			s, err = Open(dir, withFS(fsy))
+			require.NoError(t, err)
 			require.Empty(t, s.Topics())
 			require.NoError(t, s.Close())
 			for _, name := range fsListDir(t, fsy, dir) {
