@@ -19,8 +19,8 @@ import (
 
 // The log's fuzz targets. Both run on the in-memory file system, so an iteration costs no I/O.
 //
-//	go test -run='^$' -fuzz='^FuzzRecover$' -fuzztime=60s .
-//	go test -run='^$' -fuzz='^FuzzAppendRaw$' -fuzztime=60s .
+//	go test -run='^$' -fuzz='^FuzzRecover$' -fuzztime=500000x .
+//	go test -run='^$' -fuzz='^FuzzAppendRaw$' -fuzztime=500000x .
 //
 // The seed corpus in testdata/fuzz is written by TestFuzzLogSeeds with -update-fuzz-seeds.
 
