@@ -22,6 +22,20 @@ func divergenceValues(prefix string, from, n int) []string {
 	return out
 }
 
+// requireRefillDivergesAt100 refills tp's partition 0, truncated to 100, with new-100..new-149
+// and checks the reader "loader", which committed 120 before the truncation: without a reset
+// policy it gets ErrLogTruncated{120, 100}; with ResetEarliest it resumes at new-100.
+func requireRefillDivergesAt100(t *testing.T, tp *Topic) {
+	t.Helper()
+	appendInBatches(t, tp, divergenceValues("new", 100, 50))
+	r := stReader(t, tp, ReaderConfig{Name: "loader"})
+	requireLogTruncated(t, nextErr(t, r), 120, 100)
+	require.NoError(t, r.Close())
+	r = stReader(t, tp, ReaderConfig{Name: "loader", Reset: ResetEarliest})
+	require.Equal(t, stSeen{0, 100, "new-100"}, stSeenOf([]*Record{stNext(t, r)})[0])
+	require.NoError(t, r.Close())
+}
+
 // appendInBatches appends values to tp's partition 0 in batches of 10 records.
 func appendInBatches(t *testing.T, tp *Topic, values []string) {
 	t.Helper()
@@ -240,12 +254,7 @@ func TestReaderDivergenceAfterPowerLoss(t *testing.T) {
 		s = env.mustOpen(t, WithSync(SyncNever))
 		tp = stMust(s.Topic("events"))
 		require.Equal(t, int64(100), stMust(tp.Partition(0)).LogEndOffset())
-		appendInBatches(t, tp, divergenceValues("new", 100, 50))
-		r = stReader(t, tp, ReaderConfig{Name: "loader"})
-		requireLogTruncated(t, nextErr(t, r), 120, 100)
-		require.NoError(t, r.Close())
-		r = stReader(t, tp, ReaderConfig{Name: "loader", Reset: ResetEarliest})
-		require.Equal(t, stSeen{0, 100, "new-100"}, stSeenOf([]*Record{stNext(t, r)})[0])
+		requireRefillDivergesAt100(t, tp)
 	})
 }
 
@@ -271,12 +280,7 @@ func TestReaderDivergenceAfterTruncateAndCleanReopen(t *testing.T) {
 		epochs, err := readWholeFile(env.FS(), env.path(partitionDirName("events", 0), leaderEpochFileName), 1<<20)
 		require.NoError(t, err)
 		require.Equal(t, "0\n2\n0 0\n1 100\n", string(epochs))
-		appendInBatches(t, tp, divergenceValues("new", 100, 50))
-		r = stReader(t, tp, ReaderConfig{Name: "loader"})
-		requireLogTruncated(t, nextErr(t, r), 120, 100)
-		require.NoError(t, r.Close())
-		r = stReader(t, tp, ReaderConfig{Name: "loader", Reset: ResetEarliest})
-		require.Equal(t, stSeen{0, 100, "new-100"}, stSeenOf([]*Record{stNext(t, r)})[0])
+		requireRefillDivergesAt100(t, tp)
 	})
 }
 
