@@ -22,15 +22,7 @@ import (
 func TestMissingPartitionFolder(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
 		setup := func(t *testing.T) string {
-			dir := filepath.Join(t.TempDir(), "store")
-			s, err := Open(dir, withFS(fsy))
-			require.NoError(t, err)
-			tp, err := s.CreateTopic("orders", TopicConfig{Partitions: 2, LogConfig: baseConfig()})
-			require.NoError(t, err)
-			p1, err := tp.Partition(1)
-			require.NoError(t, err)
-			require.NoError(t, p1.Append(context.Background(), workloadRecords(0, 5)...))
-			require.NoError(t, s.Close())
+			dir := closedOrdersStore(t, fsy)
 			require.False(t, fsExists(t, fsy, filepath.Join(dir, creatingFileName)), "no creation left marked")
 			return dir
 		}
@@ -101,6 +93,22 @@ func TestMissingPartitionFolder(t *testing.T) {
 
 // failRenameTo is a file system on which a rename onto the file named name fails, as a crash
 // there would stop the caller.
+// closedOrdersStore makes a store on fsy with the topic "orders" of 2 partitions, 5 records in
+// partition 1, closes it cleanly and returns its folder.
+func closedOrdersStore(t *testing.T, fsy fsys.FS) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "store")
+	s, err := Open(dir, withFS(fsy))
+	require.NoError(t, err)
+	tp, err := s.CreateTopic("orders", TopicConfig{Partitions: 2, LogConfig: baseConfig()})
+	require.NoError(t, err)
+	p1, err := tp.Partition(1)
+	require.NoError(t, err)
+	require.NoError(t, p1.Append(context.Background(), workloadRecords(0, 5)...))
+	require.NoError(t, s.Close())
+	return dir
+}
+
 type failRenameTo struct {
 	fsys.FS
 	name string
@@ -121,21 +129,13 @@ func (f failRenameTo) Rename(oldpath, newpath string) error {
 func TestUnfinishedTopicDeletion(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
 		t.Run("open stopped while finishing it", func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "store")
-			s, err := Open(dir, withFS(fsy))
-			require.NoError(t, err)
-			tp, err := s.CreateTopic("orders", TopicConfig{Partitions: 2, LogConfig: baseConfig()})
-			require.NoError(t, err)
-			p1, err := tp.Partition(1)
-			require.NoError(t, err)
-			require.NoError(t, p1.Append(context.Background(), workloadRecords(0, 5)...))
-			require.NoError(t, s.Close())
+			dir := closedOrdersStore(t, fsy)
 			require.NoError(t, fsy.Rename(filepath.Join(dir, "orders-0"), filepath.Join(dir, deleteDirName("orders", 0))))
 
-			_, err = Open(dir, withFS(failRenameTo{fsy, filepath.Join(dir, topicsFileName)}))
+			_, err := Open(dir, withFS(failRenameTo{fsy, filepath.Join(dir, topicsFileName)}))
 			require.ErrorIs(t, err, syscall.EIO)
 
-			s, err = Open(dir, withFS(fsy))
+			s, err := Open(dir, withFS(fsy))
 			require.NoError(t, err)
 			_, err = s.Topic("orders")
 			require.ErrorIs(t, err, ErrUnknownTopic)
@@ -147,17 +147,9 @@ func TestUnfinishedTopicDeletion(t *testing.T) {
 		})
 
 		t.Run("configuration not saved by DeleteTopic", func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "store")
-			s, err := Open(dir, withFS(fsy))
-			require.NoError(t, err)
-			tp, err := s.CreateTopic("orders", TopicConfig{Partitions: 2, LogConfig: baseConfig()})
-			require.NoError(t, err)
-			p1, err := tp.Partition(1)
-			require.NoError(t, err)
-			require.NoError(t, p1.Append(context.Background(), workloadRecords(0, 5)...))
-			require.NoError(t, s.Close())
+			dir := closedOrdersStore(t, fsy)
 
-			s, err = Open(dir, withFS(failRenameTo{fsy, filepath.Join(dir, topicsFileName)}))
+			s, err := Open(dir, withFS(failRenameTo{fsy, filepath.Join(dir, topicsFileName)}))
 			require.NoError(t, err)
 			require.ErrorIs(t, s.DeleteTopic("orders"), syscall.EIO)
 			require.NoError(t, s.Close())
