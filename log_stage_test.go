@@ -2,8 +2,14 @@ package commitlog
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -258,5 +264,341 @@ func TestStageDroppedAfterFailedFsync(t *testing.T) {
 		require.Equal(t, int64(4), l.LogEndOffset())
 		require.Equal(t, size, l.Size())
 		require.Equal(t, 0, l.stage.writes)
+	})
+}
+
+// TestNoSpaceUnderContention: SyncAlways appenders contend (staging) while the disk fills
+// now and then; after a power loss, exactly the acknowledged records are in the log, each once.
+func TestNoSpaceUnderContention(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		dir := t.TempDir()
+		ffs := newFaultFS(t, fsy, dir)
+		cfg := baseConfig()
+		cfg.Sync = SyncAlways
+		cfg.SegmentBytes = 32 << 10
+		l := openTestLog(t, ffs, dir, cfg)
+		ctx := context.Background()
+		var mu sync.Mutex
+		acked := map[int64]string{}
+		failed := 0
+		var wg sync.WaitGroup
+		for w := range 10 {
+			wg.Go(func() {
+				for i := range 80 {
+					if w == 0 && i%10 == 5 {
+						ffs.Inject(faultfs.Once(faultfs.Is(faultfs.Write, logSuffix), faultfs.Fault{Err: syscall.ENOSPC, Written: 50}))
+					}
+					r := rvRecord(w, i)
+					err := l.Append(ctx, r)
+					mu.Lock()
+					if err != nil {
+						if !errors.Is(err, ErrNoSpace) {
+							t.Errorf("append: %v", err)
+						}
+						failed++
+					} else {
+						if k, ok := acked[r.Offset]; ok {
+							t.Errorf("offset %d acked twice: %s %s", r.Offset, k, r.Key)
+						}
+						acked[r.Offset] = string(r.Key)
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		t.Logf("%d acked, %d failed", len(acked), failed)
+		require.Equal(t, int64(len(acked)), l.LogEndOffset())
+		for _, mode := range powerLossModes {
+			crashed := openTestLog(t, crashImage(t, ffs, mode), dir, cfg)
+			require.Equal(t, int64(len(acked)), crashed.LogEndOffset(), mode)
+			var r Record
+			for off, key := range acked {
+				require.NoError(t, crashed.ReadRecord(off, &r))
+				require.Equal(t, key, string(r.Key))
+			}
+			require.NoError(t, crashed.Close())
+		}
+	})
+}
+
+// rvRecord is a record whose key and value name its writer and sequence.
+func rvRecord(w, i int) *Record {
+	return &Record{Key: fmt.Appendf(nil, "w%02d-%06d", w, i), Value: fmt.Appendf(nil, "value-of-w%02d-%06d-padding-padding", w, i),
+		Headers: []Header{{Key: "w", Value: fmt.Appendf(nil, "%d", w)}}}
+}
+
+// TestStagedAppendsStress: many SyncAlways appenders, readers at the log end, Syncs, and a
+// Close at the end; every acknowledged append must be found, after reopen, at its offset.
+func TestStagedAppendsStress(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		dir := t.TempDir()
+		cfg := baseConfig()
+		cfg.SegmentBytes = 16 << 10
+		cfg.Sync = SyncAlways
+		l := openTestLog(t, fsy, dir, cfg)
+		ctx := context.Background()
+		const writers, per = 12, 150
+		type ack struct {
+			off int64
+			key string
+		}
+		acks := make(chan ack, writers*per)
+		var wg sync.WaitGroup
+		var stop atomic.Bool
+		errs := make(chan error, 100)
+		for w := range writers {
+			wg.Go(func() {
+				for i := range per {
+					r := rvRecord(w, i)
+					if err := l.Append(ctx, r); err != nil {
+						errs <- fmt.Errorf("append w%d %d: %w", w, i, err)
+						return
+					}
+					acks <- ack{r.Offset, string(r.Key)}
+				}
+			})
+		}
+		var rg sync.WaitGroup
+		for g := range 3 {
+			rg.Go(func() {
+				var r Record
+				rng := rand.New(rand.NewPCG(uint64(g), 1))
+				for !stop.Load() {
+					leo := l.LogEndOffset()
+					if leo == 0 {
+						continue
+					}
+					off := leo - 1 - rng.Int64N(min(leo, 20))
+					if err := l.ReadRecord(off, &r); err != nil {
+						errs <- fmt.Errorf("read %d (leo %d): %w", off, leo, err)
+						return
+					}
+					if r.Offset != off {
+						errs <- fmt.Errorf("read %d got %d", off, r.Offset)
+						return
+					}
+				}
+			})
+		}
+		rg.Go(func() {
+			for !stop.Load() {
+				if err := l.Sync(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+		wg.Wait()
+		stop.Store(true)
+		rg.Wait()
+		close(acks)
+		requireNoErrs(t, errs)
+		t.Logf("fsyncs %d for %d appends", l.fsyncs.Load(), writers*per)
+		require.NoError(t, l.Close())
+		l = openTestLog(t, fsy, dir, cfg)
+		require.Equal(t, int64(writers*per), l.LogEndOffset())
+		seen := map[int64]bool{}
+		var r Record
+		for a := range acks {
+			require.False(t, seen[a.off], "offset %d acknowledged twice", a.off)
+			seen[a.off] = true
+			require.NoError(t, l.ReadRecord(a.off, &r))
+			require.Equal(t, a.key, string(r.Key))
+		}
+	})
+}
+
+// TestStagedAppendsVsClose: Close while many SyncAlways appenders are staging must not
+// deadlock, and every acknowledged append must survive the reopen.
+func TestStagedAppendsVsClose(t *testing.T) {
+	for round := range 20 {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			fsy := fsys.NewMemory()
+			dir := "/log"
+			cfg := baseConfig()
+			cfg.SegmentBytes = 8 << 10
+			cfg.Sync = SyncAlways
+			l, err := OpenLog(dir, cfg, withFS(fsy), WithClock(fixedClock))
+			require.NoError(t, err)
+			ctx := context.Background()
+			var mu sync.Mutex
+			acked := map[int64]string{}
+			var wg sync.WaitGroup
+			var n atomic.Int64
+			for w := range 16 {
+				wg.Go(func() {
+					for i := 0; ; i++ {
+						r := rvRecord(w, i)
+						if err := l.Append(ctx, r); err != nil {
+							if !errors.Is(err, ErrClosed) {
+								t.Errorf("append: %v", err)
+							}
+							return
+						}
+						n.Add(1)
+						mu.Lock()
+						if k, ok := acked[r.Offset]; ok {
+							t.Errorf("offset %d acked for %s and %s", r.Offset, k, r.Key)
+						}
+						acked[r.Offset] = string(r.Key)
+						mu.Unlock()
+					}
+				})
+			}
+			for n.Load() < int64(200+round*20) {
+			}
+			if round%2 == 0 {
+				_, err := l.ApplyRetention(testEpoch) // drains the stage
+				require.NoError(t, err)
+			}
+			require.NoError(t, l.Close())
+			wg.Wait()
+			l, err = OpenLog(dir, cfg, withFS(fsy), WithClock(fixedClock))
+			require.NoError(t, err)
+			defer l.Close()
+			var r Record
+			for off, key := range acked {
+				require.NoError(t, l.ReadRecord(off, &r), "offset %d", off)
+				require.Equal(t, key, string(r.Key))
+			}
+		})
+	}
+}
+
+func TestGroupCommit(t *testing.T) {
+	const goroutines, perGoroutine = 16, 25
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		ffs := newFaultyFS(fsy)
+		ffs.syncDelay = 2 * time.Millisecond // a disk's fsync latency, on both backends
+		dir := t.TempDir()
+		log0 := segPath(dir, 0, logSuffix)
+		cfg := baseConfig()
+		cfg.Sync = SyncAlways
+		l := openTestLog(t, ffs, dir, cfg)
+
+		// One goroutine: every append is one fsync.
+		for i := range 10 {
+			require.NoError(t, l.Append(context.Background(), workloadRecord(i)))
+		}
+		syncs, _ := ffs.counts()
+		require.Equal(t, 10, syncs)
+
+		// Each acknowledged append, and the durable size of the .log when it returned: the
+		// largest file size seen at the start of an fsync that had succeeded by then. An
+		// fdatasync makes durable every byte written before it was called, so an append whose
+		// bytes end at or below that size was covered by an fsync that returned before it did.
+		type ack struct {
+			offset  int64
+			durable int64
+		}
+		acks := make([][]ack, goroutines)
+		var wg sync.WaitGroup
+		errs := make(chan error, goroutines)
+		for g := range goroutines {
+			wg.Go(func() {
+				for i := range perGoroutine {
+					r := workloadRecord(1000 + g*perGoroutine + i)
+					if err := l.Append(context.Background(), r); err != nil {
+						errs <- err
+						return
+					}
+					acks[g] = append(acks[g], ack{r.Offset, ffs.durableSize(log0)})
+				}
+			})
+		}
+		wg.Wait()
+		requireNoErrs(t, errs)
+		after, _ := ffs.counts()
+		groupSyncs := after - syncs
+		appends := goroutines * perGoroutine
+		t.Logf("%d appends, %d fsyncs", appends, groupSyncs)
+		require.Less(t, groupSyncs, appends, "concurrent appends share fsyncs")
+		require.Equal(t, int64(10+appends), l.LogEndOffset())
+
+		// Where each batch ends in the file.
+		all, err := l.ReadBatches(nil, 0, 1<<30)
+		require.NoError(t, err)
+		end := map[int64]int64{}
+		for _, h := range batchHeaders(t, all) {
+			require.Equal(t, h.BaseOffset, h.LastOffset(), "one record per append")
+			end[h.BaseOffset] = h.pos + int64(h.Size())
+		}
+		require.Len(t, end, 10+appends)
+		seen := map[int64]bool{}
+		for _, as := range acks {
+			require.Len(t, as, perGoroutine)
+			for _, a := range as {
+				require.False(t, seen[a.offset], "offset %d acknowledged twice", a.offset)
+				seen[a.offset] = true
+				require.LessOrEqual(t, end[a.offset], a.durable,
+					"the append at offset %d returned before an fsync covered its bytes", a.offset)
+			}
+		}
+	})
+}
+
+func TestGroupCommitSyncFailure(t *testing.T) {
+	// An fsync fails while appends are queued behind it: each of them returns the failure, every
+	// append acknowledged before was covered by a successful fsync, and none is acknowledged
+	// after.
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		ffs := newFaultyFS(fsy)
+		ffs.syncDelay = 2 * time.Millisecond
+		dir := t.TempDir()
+		l := openTestLog(t, ffs, dir, baseConfig())
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var acked []int64
+		failed := 0
+		wg.Go(func() {
+			for l.LogEndOffset() < 40 {
+				time.Sleep(100 * time.Microsecond)
+			}
+			ffs.arm(1, 0)
+		})
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range 20 {
+					r := workloadRecord(g*20 + i)
+					err := l.Append(context.Background(), r)
+					mu.Lock()
+					if err == nil {
+						acked = append(acked, r.Offset)
+					} else {
+						failed++
+						if !errors.Is(err, ErrSync) || !errors.Is(err, syscall.EIO) {
+							t.Errorf("append failed with %v, not ErrSync and EIO", err)
+						}
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		require.Equal(t, 160, failed+len(acked))
+		require.Positive(t, failed)
+		t.Logf("%d acknowledged, %d failed", len(acked), failed)
+
+		durable := ffs.durableSize(segPath(dir, 0, logSuffix))
+		all, err := l.ReadBatches(nil, 0, 1<<30)
+		require.NoError(t, err)
+		end := map[int64]int64{}
+		for _, h := range batchHeaders(t, all) {
+			end[h.BaseOffset] = h.pos + int64(h.Size())
+		}
+		for _, off := range acked {
+			require.LessOrEqual(t, end[off], durable, "offset %d acknowledged without a successful fsync", off)
+		}
+		// After a reopen every acknowledged record is there.
+		require.NoError(t, l.Close())
+		l = openTestLog(t, ffs, dir, baseConfig())
+		got := map[int64]*Record{}
+		for _, r := range readAllRecords(t, l) {
+			got[r.Offset] = r
+		}
+		for _, off := range acked {
+			require.Contains(t, got, off)
+		}
 	})
 }
