@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -554,3 +555,6 @@ func firstDiff(a, b []byte) int {
 	}
 	return min(len(a), len(b))
 }
+
+// quietLog is a logger that drops everything: crashed workloads warn at every later operation.
+var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))

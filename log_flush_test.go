@@ -401,3 +401,95 @@ func TestSyncNeverPowerLossLeavesPrefix(t *testing.T) {
 		})
 	}
 }
+
+// TestReopenThenRollSyncKeepsRecords: the first append after an open rolls (the active segment
+// is full), and Sync acknowledges it. Open set the recovery point to the log end offset, which is
+// the roll's base, so no flush of sealed segments is pending; the directory entry of the new
+// segment's files must still be made durable by Sync, or a power loss loses acknowledged records.
+func TestReopenThenRollSyncKeepsRecords(t *testing.T) {
+	for _, policy := range []SyncPolicy{SyncNever, SyncInterval(time.Hour)} {
+		t.Run(policy.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			ffs := newFaultFS(t, fsys.NewMemory(), dir)
+			l := openTestLog(t, ffs, dir, flushTestConfig(policy))
+			want := appendBatches(t, l, 1, 10)
+			require.NoError(t, l.Close())
+
+			l = openTestLog(t, ffs, dir, flushTestConfig(policy))
+			want = append(want, appendBatches(t, l, 1, 10)...)
+			require.Equal(t, []int64{0, 10}, segmentBases(l))
+			require.NoError(t, l.Sync())
+			stopTestFlusher(l)
+
+			for _, mode := range powerLossModes {
+				crashed := openTestLog(t, crashImage(t, ffs, mode), dir, flushTestConfig(policy))
+				require.Equal(t, int64(20), crashed.LogEndOffset(), "%s: Sync acknowledged offsets 10-19", mode)
+				requireSameRecords(t, want, readAllRecords(t, crashed))
+				require.NoError(t, crashed.Close())
+			}
+		})
+	}
+}
+
+// TestTruncateThenRollSyncKeepsRecords: a truncation lowers the recovery point to the new log end
+// offset, and the next append rolls right there (its batch does not fit the cut segment). As
+// after an open, no flush of sealed segments is pending, and Sync must still make the new
+// segment's directory entries durable.
+func TestTruncateThenRollSyncKeepsRecords(t *testing.T) {
+	cfg := baseConfig()
+	cfg.Sync = SyncNever
+	cfg.SegmentBytes = 700 // three one-record batches
+	dir := t.TempDir()
+	ffs := newFaultFS(t, fsys.NewMemory(), dir)
+	l := openTestLog(t, ffs, dir, cfg, WithLogger(quietLog))
+	want := appendBatches(t, l, 9, 1)
+	require.NoError(t, l.Sync())
+	stopTestFlusher(l)
+	require.Equal(t, int64(6), recoveryPointOf(l))
+	require.NoError(t, l.TruncateTo(5))
+	require.Equal(t, int64(5), recoveryPointOf(l))
+	readyTestSpares(t, l, ffs)
+	want = append(want[:5], appendBatches(t, l, 1, 2)...)
+	require.Equal(t, []int64{0, 3, 5}, segmentBases(l), "the two-record batch rolled at 5, claiming the spares")
+	require.Empty(t, spareFilesIn(t, ffs, dir))
+	require.NoError(t, l.Sync())
+
+	for _, mode := range powerLossModes {
+		crashed := openTestLog(t, crashImage(t, ffs, mode), dir, cfg, WithLogger(quietLog))
+		require.Equal(t, int64(7), crashed.LogEndOffset(), "%s: Sync acknowledged offsets 5 and 6", mode)
+		requireSameRecords(t, want, readAllRecords(t, crashed))
+		require.NoError(t, crashed.Close())
+	}
+}
+
+func TestCloseWhileIntervalSyncRuns(t *testing.T) {
+	// Under SyncInterval the flusher calls Sync on its own; a Close that took the write locks
+	// first and then waited for the flusher would wait for ever on a Sync blocked on them.
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		for i := range 200 {
+			cfg := baseConfig()
+			cfg.Sync = SyncInterval(time.Microsecond)
+			l, err := OpenLog(t.TempDir(), cfg, withFS(fsy), WithClock(fixedClock))
+			require.NoError(t, err)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for j := 0; ; j++ {
+					if err := l.Append(context.Background(), workloadRecord(j)); err != nil {
+						return
+					}
+				}
+			}()
+			time.Sleep(time.Duration(i%5) * 100 * time.Microsecond)
+			closed := make(chan error, 1)
+			go func() { closed <- l.Close() }()
+			select {
+			case err := <-closed:
+				require.NoError(t, err, "iteration %d", i)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("iteration %d: Close did not return", i)
+			}
+			<-done
+		}
+	})
+}
