@@ -464,20 +464,3 @@ func TestOpenLogsOffsetsMissingBelowTheRecoveryPoint(t *testing.T) {
 		}
 	})
 }
-
-// TestOffsetForTimeOverACorruptBatchNamesItsOffset: OffsetForTime reaching a corrupt batch kept
-// in place returns ErrCorrupt naming the batch's file, position and first offset, as a read of it
-// does, not the offset the search started from. threeSegmentLog, records at testEpoch + offset
-// ms; the CRC of the batch [40,50) at position b of segment 30 is flipped after the clean close.
-func TestOffsetForTimeOverACorruptBatchNamesItsOffset(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
-		dir := t.TempDir()
-		cfg, _, b := threeSegmentLog(t, fsy, dir)
-		logFile := segPath(dir, 30, logSuffix)
-		flipByte(t, fsy, logFile, b+17)
-		l := openTestLog(t, fsy, dir, cfg)
-		_, err := l.OffsetForTime(testEpoch.UnixMilli() + 45)
-		require.ErrorIs(t, err, ErrCorrupt)
-		require.Contains(t, err.Error(), fmt.Sprintf("%s position %d (offset 40)", logFile, b))
-	})
-}

@@ -8,9 +8,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/commitlog-go/commitlog/internal/fsys"
-	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
 
 // TestOpenFailsCleanlyOnCorruptTopicConfigs: a damaged topics file makes Open return ErrCorrupt
@@ -36,26 +33,6 @@ func TestOpenFailsCleanlyOnCorruptTopicConfigs(t *testing.T) {
 	require.NoError(t, err, "the failed Open released the lock")
 	require.Equal(t, []string{"orders"}, s.Topics())
 	require.NoError(t, s.Close())
-}
-
-// TestAppendAsLeaderRejectsUnderstatedMaxTimestamp: a producer batch whose header claims a max
-// timestamp below one of its records' is refused, as Kafka's LogValidator refuses it, so a record
-// from the future cannot slip past the timestamp check.
-func TestAppendAsLeaderRejectsUnderstatedMaxTimestamp(t *testing.T) {
-	l := openTestLog(t, fsys.OS(), t.TempDir(), baseConfig())
-	now := testEpoch.UnixMilli()
-	h := recordbatch.Header{PartitionLeaderEpoch: -1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
-		BaseTimestamp: now, MaxTimestamp: now, LastOffsetDelta: 1}
-	recs := []recordbatch.Record{
-		{OffsetDelta: 0, Key: []byte("k"), Value: []byte("now")},
-		{OffsetDelta: 1, TimestampDelta: 365 * 24 * 3600 * 1000, Key: []byte("k"), Value: []byte("a year ahead")},
-	}
-	b, err := recordbatch.Encode(nil, h, recs)
-	require.NoError(t, err)
-	_, _, err = l.AppendAsLeader(context.Background(), b)
-	require.ErrorIs(t, err, ErrCorrupt)
-	require.Equal(t, int64(0), l.LogEndOffset())
-	require.Equal(t, int64(0), l.Size())
 }
 
 // TestReaderNameLength: reader names longer than 200 characters are refused before any file is

@@ -1,0 +1,107 @@
+package commitlog
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/commitlog-go/commitlog/internal/fsys"
+)
+
+// timedLog appends, one record per batch or several, records whose timestamps rise, tie and
+// fall, over several segments, and returns each record's timestamp by offset.
+func timedLog(t *testing.T, l *Log) []int64 {
+	t.Helper()
+	pattern := [][]int64{
+		{10}, {20, 20}, {20}, {15, 30}, {5}, {30}, {40, 35, 45}, {45}, {44}, {60}, {50, 55},
+		{60}, {70, 10}, {10}, {80}, {75}, {79, 81}, {100}, {90}, {90, 99, 101}, {200}, {150},
+	}
+	var ts []int64
+	for _, call := range pattern {
+		var recs []*Record
+		for _, m := range call {
+			r := workloadRecord(len(ts) + len(recs))
+			r.Timestamp = testEpoch.Add(time.Duration(m) * time.Millisecond)
+			recs = append(recs, r)
+		}
+		require.NoError(t, l.Append(context.Background(), recs...))
+		ts = append(ts, call...)
+	}
+	return ts
+}
+
+// bruteForceOffsetForTime is the first offset, in offset order, whose timestamp is >= ts, or
+// end.
+func bruteForceOffsetForTime(ts []int64, t int64, end int64) int64 {
+	for off, v := range ts {
+		if v >= t {
+			return int64(off)
+		}
+	}
+	return end
+}
+
+func TestOffsetForTime(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		cfg := baseConfig()
+		cfg.SegmentBytes = 1000 // about 5 small batches per segment
+		cfg.IndexIntervalBytes = 1
+		dir := t.TempDir()
+		l := openTestLog(t, fsy, dir, cfg)
+		ts := timedLog(t, l)
+		require.Greater(t, l.SegmentCount(), 3)
+		end := l.LogEndOffset()
+		require.Equal(t, int64(len(ts)), end)
+
+		// A few answers worked out by hand from the pattern.
+		hand := []struct {
+			ms   int64
+			want int64
+		}{
+			{math.MinInt64, 0}, {0, 0}, {10, 0}, {11, 1}, {20, 1}, {21, 5}, {30, 5},
+			{31, 8}, {45, 10}, {46, 13}, {61, 17}, {101, 28}, {102, 29}, {150, 29}, {151, 29},
+			{200, 29}, {201, end}, {math.MaxInt64, end},
+		}
+		check := func() {
+			t.Helper()
+			for _, h := range hand {
+				got, err := l.OffsetForTime(testEpoch.UnixMilli() + h.ms)
+				if h.ms == math.MinInt64 || h.ms == math.MaxInt64 {
+					got, err = l.OffsetForTime(h.ms)
+				}
+				require.NoError(t, err)
+				require.Equal(t, h.want, got, "ts %d", h.ms)
+			}
+			for ms := int64(-2); ms <= 202; ms++ {
+				got, err := l.OffsetForTime(testEpoch.UnixMilli() + ms)
+				require.NoError(t, err)
+				require.Equal(t, bruteForceOffsetForTime(ts, ms, end), got, "ts %d", ms)
+			}
+		}
+		check()
+		require.NoError(t, l.Close())
+		l = openTestLog(t, fsy, dir, cfg)
+		check()
+	})
+}
+
+// TestOffsetForTimeOverACorruptBatchNamesItsOffset: OffsetForTime reaching a corrupt batch kept
+// in place returns ErrCorrupt naming the batch's file, position and first offset, as a read of it
+// does, not the offset the search started from. threeSegmentLog, records at testEpoch + offset
+// ms; the CRC of the batch [40,50) at position b of segment 30 is flipped after the clean close.
+func TestOffsetForTimeOverACorruptBatchNamesItsOffset(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		dir := t.TempDir()
+		cfg, _, b := threeSegmentLog(t, fsy, dir)
+		logFile := segPath(dir, 30, logSuffix)
+		flipByte(t, fsy, logFile, b+17)
+		l := openTestLog(t, fsy, dir, cfg)
+		_, err := l.OffsetForTime(testEpoch.UnixMilli() + 45)
+		require.ErrorIs(t, err, ErrCorrupt)
+		require.Contains(t, err.Error(), fmt.Sprintf("%s position %d (offset 40)", logFile, b))
+	})
+}
