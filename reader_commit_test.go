@@ -310,3 +310,103 @@ func TestReaderCommitKeepsOtherPartitions(t *testing.T) {
 		require.Equal(t, map[int32]int64{0: 2, 1: 1, 2: 0}, r.Positions())
 	})
 }
+
+// TestReaderNameCaseCollision: reader names that differ only in case would share one positions
+// file on a case-insensitive file system; the second is refused with ErrReaderExists, whether
+// the first is live or only committed, as topic names are (ErrTopicExists).
+func TestReaderNameCaseCollision(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		first   string
+		commit  bool // the first commits and closes, else it stays live
+		second  string
+		wantErr string
+	}{
+		{"live", "Loader", false, "loader", `commitlog: a reader with this name is open: "loader" collides with "Loader" on case-insensitive file systems`},
+		{"committed", "loader", true, "LOADER", `commitlog: a reader with this name is open: "LOADER" collides with "loader" on case-insensitive file systems`},
+		{"same-name-committed", "loader", true, "loader", ""},
+		{"other-name", "loader", false, "loader2", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, env *storeEnv) {
+				s := env.mustOpen(t)
+				tp := stCreate(t, s, "events", TopicConfig{})
+				r := stReader(t, tp, ReaderConfig{Name: tc.first})
+				if tc.commit {
+					require.NoError(t, r.Commit(context.Background()))
+					require.NoError(t, r.Close())
+				}
+				r2, err := tp.NewReader(ReaderConfig{Name: tc.second})
+				if tc.wantErr == "" {
+					require.NoError(t, err)
+					require.NoError(t, r2.Close())
+					return
+				}
+				require.EqualError(t, err, tc.wantErr)
+				require.ErrorIs(t, err, ErrReaderExists)
+				require.Nil(t, r2)
+			})
+		})
+	}
+}
+
+// TestDeleteTopicRemovesReaderPositions: deleting a topic removes its committed positions from
+// every reader's file, keeping those of other topics; a file left with none is removed (Kafka
+// drops a deleted topic's committed offsets from every group). A topic created again under the
+// name starts its readers afresh, and a live reader of the deleted topic does not write its
+// positions back when it closes.
+func TestDeleteTopicRemovesReaderPositions(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		readers   map[string][]string // reader -> topics it commits
+		wantFiles map[string]map[string]map[int32]int64
+	}{
+		{"only-topic", map[string][]string{"loader": {"events"}}, map[string]map[string]map[int32]int64{}},
+		{"two-topics", map[string][]string{"loader": {"events", "audit"}},
+			map[string]map[string]map[int32]int64{"loader": {"audit": {0: 1}}}},
+		{"two-readers", map[string][]string{"loader": {"events"}, "auditor": {"audit", "events"}},
+			map[string]map[string]map[int32]int64{"auditor": {"audit": {0: 1}}}},
+		{"other-topic-only", map[string][]string{"auditor": {"audit"}},
+			map[string]map[string]map[int32]int64{"auditor": {"audit": {0: 1}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, env *storeEnv) {
+				ctx := context.Background()
+				s := env.mustOpen(t)
+				topics := map[string]*Topic{}
+				for _, name := range []string{"events", "audit"} {
+					topics[name] = stCreate(t, s, name, TopicConfig{})
+					require.NoError(t, topics[name].Append(ctx, stRecs("a", "b")...))
+				}
+				for reader, ts := range tc.readers {
+					for _, topic := range ts {
+						r := stReader(t, topics[topic], ReaderConfig{Name: reader, Start: Earliest})
+						stNext(t, r)
+						require.NoError(t, r.Commit(ctx))
+						require.NoError(t, r.Close())
+					}
+				}
+				// A live auto-committing reader of the topic, closed after the delete.
+				live := stReader(t, topics["events"], ReaderConfig{Name: "tail", Start: Earliest, AutoCommitInterval: time.Hour})
+				stNext(t, live)
+
+				require.NoError(t, s.DeleteTopic("events"))
+				require.NoError(t, live.Close())
+				got := map[string]map[string]map[int32]int64{}
+				for _, name := range stMust(s.Readers()) {
+					got[name] = stMust(s.CommittedPositions(name))
+				}
+				require.Equal(t, tc.wantFiles, got)
+
+				// The same name again: every reader starts where its config says.
+				tp := stCreate(t, s, "events", TopicConfig{})
+				require.NoError(t, tp.Append(ctx, stRecs("new")...))
+				for reader := range tc.readers {
+					r := stReader(t, tp, ReaderConfig{Name: reader, Start: Earliest})
+					require.Equal(t, int64(0), stMust(r.Position(0)), reader)
+					require.NoError(t, r.Close())
+				}
+			})
+		})
+	}
+}
