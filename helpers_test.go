@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/commitlog-go/commitlog/internal/checkpoint"
+	"github.com/commitlog-go/commitlog/internal/faultfs"
 	"github.com/commitlog-go/commitlog/internal/fsys"
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
@@ -558,3 +559,23 @@ func firstDiff(a, b []byte) int {
 
 // quietLog is a logger that drops everything: crashed workloads warn at every later operation.
 var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// newFaultFS wraps fsy in a fault-injecting file system, with dir created before it: a
+// directory the fault FS has not seen made is durable, as a store's directory made long ago is.
+func newFaultFS(t *testing.T, fsy fsys.FS, dir string) *faultfs.FS {
+	t.Helper()
+	require.NoError(t, fsy.MkdirAll(dir, 0o755))
+	ffs := faultfs.New(fsy, 1)
+	t.Cleanup(func() { ffs.Release() })
+	return ffs
+}
+
+// crashImage is what ffs's crash (or a crash now) leaves in mode.
+func crashImage(t *testing.T, ffs *faultfs.FS, mode faultfs.Mode) fsys.FS {
+	t.Helper()
+	img, err := ffs.CrashImage(mode)
+	require.NoError(t, err)
+	return img
+}
+
+var powerLossModes = []faultfs.Mode{faultfs.PowerLossKeep, faultfs.PowerLossDrop, faultfs.PowerLossTorn, faultfs.PowerLoss}

@@ -1,11 +1,14 @@
 package commitlog
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,7 +19,7 @@ import (
 // A full disk is an error of the append that met it, never of the log: the append returns
 // ErrNoSpace, nothing of it is written, and once space returns the next append succeeds without
 // a reopen. These tests fill the disk at each step that needs space: the .log write
-// (faults_test.go), the growth of an index, the creation of a rolled segment's files and the
+// (TestNoSpaceMidWrite), the growth of an index, the creation of a rolled segment's files and the
 // claim of spares; log_nospace_linux_test.go fills a real size-limited tmpfs.
 
 // requireNoSpaceAppend appends record i to l with the fault rule r armed, requires ErrNoSpace
@@ -199,4 +202,206 @@ func TestNoSpaceIndexGrowth(t *testing.T) {
 			})
 		})
 	}
+}
+
+// noSpaceBatchSize is the size of the batch the no-space tests append, and noSpaceWritten the
+// bytes of it that reach the file before the disk is full.
+const (
+	noSpaceBatchSize = 200
+	noSpaceWritten   = 37
+)
+
+// noSpaceRecord returns record i of a batch that encodes to exactly noSpaceBatchSize bytes on
+// its own.
+func noSpaceRecord(t *testing.T, i int) *Record {
+	t.Helper()
+	for n := range noSpaceBatchSize {
+		r := &Record{Key: fmt.Appendf(nil, "k%06d", i), Value: bytes.Repeat([]byte{byte('a' + i%26)}, n),
+			Timestamp: testEpoch.Add(time.Duration(i) * time.Millisecond)}
+		if len(encodeBatch(t, 0, []*Record{r})) == noSpaceBatchSize {
+			return r
+		}
+	}
+	t.Fatalf("no record encodes to a %d-byte batch", noSpaceBatchSize)
+	return nil
+}
+
+// logMemState is the in-memory state of a log that a failed write must leave as it was.
+type logMemState struct {
+	leo, size, segments                             int64
+	activeSize, next, maxTs, offMaxTs, rollTs, base int64
+	sinceIndex                                      int
+	offsetEntries                                   [][2]int64
+	timeEntries                                     [][2]int64
+}
+
+func memState(l *Log) logMemState {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	s := l.active()
+	st := logMemState{segments: int64(len(l.segments)), activeSize: s.size.Load(), next: s.nextOffset,
+		maxTs: s.maxTimestamp, offMaxTs: s.offsetOfMaxTimestamp, rollTs: s.rollTimestamp,
+		base: s.baseOffset, sinceIndex: s.bytesSinceIndex}
+	for i := range s.offsetIdx.Entries() {
+		o, p := s.offsetIdx.Entry(i)
+		st.offsetEntries = append(st.offsetEntries, [2]int64{o, p})
+	}
+	for i := range s.timeIdx.Entries() {
+		ts, o := s.timeIdx.Entry(i)
+		st.timeEntries = append(st.timeEntries, [2]int64{ts, o})
+	}
+	st.leo = s.nextOffset
+	for _, seg := range l.segments {
+		st.size += seg.size.Load()
+	}
+	return st
+}
+
+func TestNoSpaceMidWrite(t *testing.T) {
+	// Each way of appending, on a segment with room and on one that rolls first; the disk
+	// fills after 37 bytes of the 200-byte batch, once, then has space again.
+	appendKinds := []struct {
+		name string
+		do   func(t *testing.T, l *Log, recs []*Record) error
+	}{
+		{"Append", func(t *testing.T, l *Log, recs []*Record) error { return l.Append(context.Background(), recs...) }},
+		{"AppendAsLeader", func(t *testing.T, l *Log, recs []*Record) error {
+			_, _, err := l.AppendAsLeader(context.Background(), encodeBatch(t, 0, recs))
+			return err
+		}},
+		{"AppendAsFollower", func(t *testing.T, l *Log, recs []*Record) error {
+			_, err := l.AppendAsFollower(context.Background(), encodeBatch(t, l.LogEndOffset(), recs))
+			return err
+		}},
+	}
+	for _, kind := range appendKinds {
+		for _, roll := range []bool{false, true} {
+			name := kind.name
+			if roll {
+				name += "/at a roll"
+			}
+			t.Run(name, func(t *testing.T) {
+				forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+					dir := t.TempDir()
+					ffs := newFaultFS(t, fsy, dir)
+					cfg := baseConfig()
+					cfg.IndexIntervalBytes = 300 // index entries come and go with the batches
+					if roll {
+						cfg.SegmentBytes = 5 * noSpaceBatchSize
+					}
+					l := openTestLog(t, ffs, dir, cfg)
+					var want []*Record
+					for i := range 5 {
+						r := noSpaceRecord(t, i)
+						require.NoError(t, kind.do(t, l, []*Record{r}))
+						want = append(want, withOffsets([]*Record{noSpaceRecord(t, i)}, int64(i))...)
+					}
+					require.Equal(t, int64(5), l.LogEndOffset())
+					require.Equal(t, int64(5*noSpaceBatchSize), l.Size())
+					before := memState(l)
+					require.Equal(t, int64(1), before.segments)
+					log0 := segPath(dir, 0, logSuffix)
+					fileSize := fsFileSize(t, fsy, log0)
+
+					ffs.Inject(faultfs.Once(faultfs.Is(faultfs.Write, logSuffix),
+						faultfs.Fault{Err: syscall.ENOSPC, Written: noSpaceWritten}))
+					n := len(ffs.Ops())
+					err := kind.do(t, l, []*Record{noSpaceRecord(t, 5)})
+					require.ErrorIs(t, err, ErrNoSpace)
+					require.ErrorIs(t, err, syscall.ENOSPC)
+					require.NotErrorIs(t, err, ErrSync)
+
+					// The write that failed was the whole batch; what it left is cut off.
+					var failedWrite *faultfs.Op
+					for _, op := range ffs.Ops()[n:] {
+						if op.Kind == faultfs.Write && op.Injected {
+							failedWrite = &op
+						}
+					}
+					require.NotNil(t, failedWrite)
+					require.Equal(t, noSpaceBatchSize, failedWrite.Len)
+					after := memState(l)
+					if roll {
+						// The roll before the write sealed segment 0 and began an empty one at 5.
+						require.Equal(t, segPath(dir, 5, logSuffix), failedWrite.Path)
+						require.Equal(t, int64(0), fsFileSize(t, fsy, segPath(dir, 5, logSuffix)))
+						require.Equal(t, logMemState{leo: 5, size: before.size, segments: 2, next: 5, base: 5,
+							maxTs: -1, offMaxTs: -1, rollTs: -1}, after)
+					} else {
+						require.Equal(t, log0, failedWrite.Path)
+						require.Equal(t, before, after, "the in-memory state is as before the call")
+					}
+					require.Equal(t, fileSize, fsFileSize(t, fsy, log0))
+					requireSameRecords(t, want, readAllRecords(t, l))
+					requireIndexesWithin(t, l)
+
+					// Space is back: the next appends go at the same offset.
+					for i := 5; i < 8; i++ {
+						require.NoError(t, kind.do(t, l, []*Record{noSpaceRecord(t, i)}))
+						want = append(want, withOffsets([]*Record{noSpaceRecord(t, i)}, int64(i))...)
+					}
+					requireSameRecords(t, want, readAllRecords(t, l))
+
+					// A power loss keeps every acknowledged record, and no ErrCorrupt lies
+					// between them.
+					for _, mode := range powerLossModes {
+						crashed := openTestLog(t, crashImage(t, ffs, mode), dir, cfg)
+						require.Equal(t, int64(8), crashed.LogEndOffset(), "%s", mode)
+						requireSameRecords(t, want, readAllRecords(t, crashed))
+						require.NoError(t, crashed.Close())
+					}
+					require.NoError(t, l.Close())
+					l = openTestLog(t, ffs, dir, cfg)
+					require.Equal(t, int64(8), l.LogEndOffset())
+					requireSameRecords(t, want, readAllRecords(t, l))
+				})
+			})
+		}
+	}
+}
+
+func TestNoSpaceCleanupFails(t *testing.T) {
+	// The disk fills mid-write and the truncation that would cut the partial batch off fails
+	// too: the file's end is unknown, so the log refuses writes until reopened, and the reopen
+	// cuts the partial batch as a torn tail.
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		dir := t.TempDir()
+		ffs := newFaultFS(t, fsy, dir)
+		l := openTestLog(t, ffs, dir, baseConfig())
+		var want []*Record
+		for i := range 3 {
+			require.NoError(t, l.Append(context.Background(), noSpaceRecord(t, i)))
+			want = append(want, withOffsets([]*Record{noSpaceRecord(t, i)}, int64(i))...)
+		}
+		fault := map[faultfs.Kind]faultfs.Fault{
+			faultfs.Write:    {Err: syscall.ENOSPC, Written: noSpaceWritten},
+			faultfs.Truncate: {Err: syscall.EIO},
+		}
+		ffs.Inject(func(op faultfs.Op) *faultfs.Fault {
+			if f, ok := fault[op.Kind]; ok && strings.HasSuffix(op.Path, logSuffix) {
+				delete(fault, op.Kind)
+				return &f
+			}
+			return nil
+		})
+		err := l.Append(context.Background(), noSpaceRecord(t, 3))
+		require.ErrorIs(t, err, ErrNoSpace)
+		require.Empty(t, fault, "both faults were injected")
+		log0 := segPath(dir, 0, logSuffix)
+		require.Equal(t, int64(3*noSpaceBatchSize+noSpaceWritten), fsFileSize(t, fsy, log0))
+
+		err = l.Append(context.Background(), noSpaceRecord(t, 3))
+		require.ErrorIs(t, err, ErrSync)
+		require.ErrorIs(t, err, syscall.EIO)
+		require.Equal(t, int64(3), l.LogEndOffset())
+		requireSameRecords(t, want, readAllRecords(t, l))
+		require.NoError(t, l.Close())
+
+		l = openTestLog(t, ffs, dir, baseConfig())
+		require.Equal(t, int64(3), l.LogEndOffset())
+		require.Equal(t, int64(3*noSpaceBatchSize), fsFileSize(t, fsy, log0))
+		require.NoError(t, l.Append(context.Background(), noSpaceRecord(t, 3)))
+		want = append(want, withOffsets([]*Record{noSpaceRecord(t, 3)}, 3)...)
+		requireSameRecords(t, want, readAllRecords(t, l))
+	})
 }
