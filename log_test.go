@@ -2,10 +2,14 @@ package commitlog
 
 import (
 	"context"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -153,4 +157,79 @@ func TestClosedLog(t *testing.T) {
 		require.Equal(t, int64(20), l.LogEndOffset())
 		require.Equal(t, int64(0), l.LogStartOffset())
 	})
+}
+
+// closeOnReadFS closes a log at the first read of a .log file after it is armed: a Close that
+// lands while a read is inside a segment file.
+type closeOnReadFS struct {
+	fsys.FS
+	mu    sync.Mutex
+	close func()
+}
+
+func (f *closeOnReadFS) OpenFile(name string, flag int, perm fs.FileMode) (fsys.File, error) {
+	file, err := f.FS.OpenFile(name, flag, perm)
+	if err != nil || !strings.HasSuffix(name, logSuffix) {
+		return file, err
+	}
+	return &closeOnReadFile{File: file, fs: f}, nil
+}
+
+type closeOnReadFile struct {
+	fsys.File
+	fs *closeOnReadFS
+}
+
+func (f *closeOnReadFile) ReadAt(p []byte, off int64) (int, error) {
+	f.fs.mu.Lock()
+	c := f.fs.close
+	f.fs.close = nil
+	f.fs.mu.Unlock()
+	if c != nil {
+		c()
+	}
+	return f.File.ReadAt(p, off)
+}
+
+// TestReadsRacingCloseAreErrClosed: a Close that closes the segment files while a read is
+// inside one makes the read return ErrClosed, as its doc says, not the file's "already closed"
+// read error.
+func TestReadsRacingCloseAreErrClosed(t *testing.T) {
+	reads := map[string]func(l *Log) error{
+		"ReadRange": func(l *Log) error {
+			r, err := l.ReadRange(5, 1<<20)
+			if err == nil {
+				r.Close()
+			}
+			return err
+		},
+		"ReadBatches": func(l *Log) error { _, err := l.ReadBatches(nil, 5, 1<<20); return err },
+		"ReadRecords": func(l *Log) error { _, err := l.ReadRecords(5, 1<<20); return err },
+		"Scan": func(l *Log) error {
+			for _, err := range l.Scan(5) {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		"OffsetForTime": func(l *Log) error { _, err := l.OffsetForTime(testEpoch.UnixMilli() + 5); return err },
+		"ReadRecord":    func(l *Log) error { var r Record; return l.ReadRecord(5, &r) },
+	}
+	for _, name := range slices.Sorted(maps.Keys(reads)) {
+		t.Run(name, func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+				cfs := &closeOnReadFS{FS: fsy}
+				l := openTestLog(t, cfs, t.TempDir(), baseConfig(), WithSync(SyncNever))
+				appendBatches(t, l, 3, 10)
+				closed := false
+				cfs.mu.Lock()
+				cfs.close = func() { closed = true; require.NoError(t, l.Close()) }
+				cfs.mu.Unlock()
+				err := reads[name](l)
+				require.True(t, closed, "the read read no .log file")
+				require.ErrorIs(t, err, ErrClosed)
+			})
+		})
+	}
 }
