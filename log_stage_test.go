@@ -17,9 +17,11 @@ import (
 	"github.com/commitlog-go/commitlog/internal/fsys"
 )
 
-// The tests here drive the stage by hand: a log under SyncAlways whose last fsync covered
-// several appends (lastRound > 1) stages the appends that will wait for durability, as it does
-// under contention, and awaitDurable (the group commit's leader) writes them out.
+// Tests of the staging group commit (log_stage.go). The first ones drive the stage by hand: a
+// log under SyncAlways whose last fsync covered several appends (lastRound > 1) stages the
+// appends that will wait for durability, as it does under contention, and awaitDurable (the
+// group commit's leader) writes them out. The later ones run many SyncAlways appenders at once:
+// under a filling disk, against readers, Syncs and Close, and counting the fsyncs they share.
 
 // openStagingLog opens a SyncAlways log on fsy holding records 0..2 and set as if its last fsync
 // had covered 16 appends.
