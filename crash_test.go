@@ -463,7 +463,7 @@ func crashCheck(img fsys.FS, m *crashModel, seed uint64, second bool) error {
 			return fmt.Errorf("topic %s exists, but its creation was never acknowledged (or its deletion was)", name)
 		}
 		want := crashTopicConfig(name)
-		want.LogConfig = want.LogConfig.withDefaults(SyncAlways)
+		want.LogConfig, _, _ = want.LogConfig.resolve(SyncAlways)
 		got := t.Config()
 		if got.Partitions != want.Partitions || got.LogConfig != want.LogConfig {
 			return fmt.Errorf("topic %s: config %+v, want %+v", name, got, want)

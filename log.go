@@ -29,6 +29,7 @@ const lockFileName = ".lock"
 type Log struct {
 	dir    string
 	cfg    LogConfig
+	sync   syncPolicy // cfg.Sync resolved: every branch of the write path on the policy asks it
 	fs     fsys.FS
 	logger *slog.Logger
 	now    func() time.Time
@@ -148,11 +149,11 @@ func OpenLog(dir string, cfg LogConfig, opts ...Option) (*Log, error) {
 }
 
 func openLog(dir string, cfg LogConfig, o options, lock bool) (l *Log, err error) {
-	cfg = cfg.withDefaults(o.sync)
-	if err := cfg.validate(); err != nil {
+	cfg, policy, err := cfg.resolve(o.sync)
+	if err != nil {
 		return nil, err
 	}
-	l = &Log{dir: dir, cfg: cfg, fs: o.fs, logger: o.logger.With("log", dir), now: o.now}
+	l = &Log{dir: dir, cfg: cfg, sync: policy, fs: o.fs, logger: o.logger.With("log", dir), now: o.now}
 	l.gcCond.L = &l.gcMu
 	if err := fsys.MkdirAllDurable(l.fs, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("commitlog: open %s: %w", dir, err)

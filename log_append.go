@@ -392,7 +392,7 @@ func (l *Log) roll(newBase int64) error {
 		// write wider than one segment's 2^31 offsets asks that, and validateRaw refuses those.
 		return fmt.Errorf("%w: a write cannot fit an empty segment at base offset %d", ErrCorrupt, newBase)
 	}
-	always := l.cfg.Sync == SyncAlways
+	always := l.sync.rollSyncs()
 	if !empty && always {
 		if err := old.file.Sync(); err != nil {
 			return l.fail(fmt.Errorf("seal %s: %w", old.path(logSuffix), err))
@@ -467,7 +467,7 @@ func (l *Log) roll(newBase int64) error {
 // its stage's error if it was staged and writing the stage failed, or ErrTruncated if a
 // truncation removed it first.
 func (l *Log) awaitDurable(t writeTicket) error {
-	if l.cfg.Sync != SyncAlways || t.seq == 0 {
+	if !l.sync.appendWaits() || t.seq == 0 {
 		return nil
 	}
 	if err := l.syncTo(t.seq); err != nil {
@@ -506,7 +506,7 @@ func (l *Log) Sync() error {
 	if err := l.syncDirIfDirty(); err != nil {
 		return err
 	}
-	if l.cfg.Sync != SyncAlways && l.checkpointBehind() {
+	if l.sync.runsFlusher() && l.checkpointBehind() {
 		l.checkpointRecoveryPoint()
 	}
 	return l.syncTo(seq)

@@ -30,13 +30,13 @@ var flushedSuffixes = [...]string{logSuffix, indexSuffix, timeIndexSuffix}
 // SyncInterval, calls Sync every interval. Under SyncAlways there is no goroutine: nothing is
 // left to flush in the background.
 func (l *Log) startFlusher() {
-	if l.cfg.Sync == SyncAlways {
+	if !l.sync.runsFlusher() {
 		return
 	}
 	l.flushWake = make(chan struct{}, 1)
 	l.stopFlusher = make(chan struct{})
 	l.flusherDone = make(chan struct{})
-	go l.runFlusher(l.cfg.Sync.Interval())
+	go l.runFlusher(l.sync.flushInterval())
 }
 
 // recoveryCheckpointInterval is the least time between two checkpoints of the recovery point by

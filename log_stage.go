@@ -52,7 +52,7 @@ type writeTicket struct {
 // leader epoch (that batch waits for the epoch file, which write itself writes). Callers hold
 // appendMu.
 func (l *Log) stageable(assign, await bool) bool {
-	if !assign || !await || l.cfg.Sync != SyncAlways {
+	if !assign || !await || !l.sync.appendWaits() {
 		return false
 	}
 	e, ok := l.epochs.latest()

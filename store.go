@@ -350,7 +350,7 @@ func (s *Store) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	if err := checkPartitionCount(cfg.Partitions); err != nil {
 		return nil, err
 	}
-	if err := cfg.LogConfig.withDefaults(s.o.sync).validate(); err != nil {
+	if _, _, err := cfg.LogConfig.resolve(s.o.sync); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()

@@ -43,7 +43,7 @@ func openTopic(s *Store, name string, cfg TopicConfig) (*Topic, error) {
 		}
 		t.partitions = append(t.partitions, newPartition(t, i, l))
 	}
-	t.cfg.LogConfig = t.cfg.LogConfig.withDefaults(s.o.sync)
+	t.cfg.LogConfig, _, _ = t.cfg.LogConfig.resolve(s.o.sync) // each openLog above checked it
 	return t, nil
 }
 
