@@ -345,7 +345,7 @@ func crashWorkload(fsy *faultfs.FS, noSpace bool) (m *crashModel, err error) {
 		}
 		if i%9 == 8 {
 			if !do(&crashStep{kind: stepRetention, topic: crashEvents}, func() error {
-				_, err := events.ApplyRetention(testEpoch)
+				_, err := events.ApplyRetentionAt(testEpoch)
 				return err
 			}, func() {
 				for id, mp := range m.topics[crashEvents] {

@@ -206,7 +206,7 @@ func spareCrashWorkload(fsy fsys.FS) (m *spareCrashModel, err error) {
 			if err := sync(); err != nil {
 				return m, err
 			}
-			n, err := l.ApplyRetention(testEpoch.Add(time.Hour))
+			n, err := l.ApplyRetentionAt(testEpoch.Add(time.Hour))
 			if err != nil {
 				return m, err
 			}
@@ -472,7 +472,7 @@ func TestSpareTruncationAndRetention(t *testing.T) {
 		{
 			name: "retention of every segment rolls with the spares",
 			run: func(t *testing.T, l *Log, fsy fsys.FS, want []*Record) []*Record {
-				n, err := l.ApplyRetention(testEpoch.Add(time.Hour))
+				n, err := l.ApplyRetentionAt(testEpoch.Add(time.Hour))
 				require.NoError(t, err)
 				require.Equal(t, 3, n)
 				require.Equal(t, []int64{9}, segmentBases(l))

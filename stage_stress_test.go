@@ -141,7 +141,7 @@ func TestStagedAppendsVsClose(t *testing.T) {
 			for n.Load() < int64(200+round*20) {
 			}
 			if round%2 == 0 {
-				_, err := l.ApplyRetention(testEpoch) // drains the stage
+				_, err := l.ApplyRetentionAt(testEpoch) // drains the stage
 				require.NoError(t, err)
 			}
 			require.NoError(t, l.Close())
@@ -178,7 +178,7 @@ func TestReadRecordFileCacheRetention(t *testing.T) {
 					return
 				}
 				if i%50 == 49 {
-					if _, err := l.ApplyRetention(testEpoch); err != nil {
+					if _, err := l.ApplyRetentionAt(testEpoch); err != nil {
 						errs <- err
 						return
 					}

@@ -246,13 +246,16 @@ func (t *Topic) close() error {
 	return errors.Join(errs...)
 }
 
-// ApplyRetention applies retention to every partition (see Log.ApplyRetention) and returns the
-// number of segments deleted; errors of the partitions are joined.
-func (t *Topic) ApplyRetention(now time.Time) (int, error) {
+// ApplyRetention is ApplyRetentionAt at the time of the store's clock (WithClock, else time.Now).
+func (t *Topic) ApplyRetention() (int, error) { return t.ApplyRetentionAt(t.store.o.now()) }
+
+// ApplyRetentionAt applies retention at now to every partition (see Log.ApplyRetentionAt) and
+// returns the number of segments deleted; errors of the partitions are joined.
+func (t *Topic) ApplyRetentionAt(now time.Time) (int, error) {
 	var n int
 	var errs []error
 	for _, p := range t.partitions {
-		d, err := p.ApplyRetention(now)
+		d, err := p.ApplyRetentionAt(now)
 		n += d
 		if err != nil {
 			errs = append(errs, fmt.Errorf("topic %s partition %d: %w", t.name, p.id, err))
