@@ -31,8 +31,8 @@ const flushWait, flushTick = 10 * time.Second, time.Millisecond
 // stopTestFlusher stops l's flusher goroutine, so that flushes stay pending until the test runs
 // them (or Close or Sync does).
 func stopTestFlusher(l *Log) {
-	l.stopFlusherAndWait()
-	l.stopFlusher = nil
+	l.flusher.stopAndWait()
+	l.flusher.stop = nil
 }
 
 // recoveryPointOf returns l's recovery point in memory.

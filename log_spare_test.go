@@ -34,9 +34,9 @@ func spareFilesIn(t *testing.T, fsy fsys.FS, dir string) []string {
 func awaitSpares(t *testing.T, l *Log, fsy fsys.FS) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		l.spareMu.Lock()
-		defer l.spareMu.Unlock()
-		return l.spareReady
+		l.spares.mu.Lock()
+		defer l.spares.mu.Unlock()
+		return l.spares.ready
 	}, flushWait, flushTick)
 	stopTestFlusher(l)
 	require.Equal(t, spareNames, spareFilesIn(t, fsy, l.Dir()))

@@ -24,7 +24,7 @@ func openStagingLog(t *testing.T, fsy fsys.FS, dir string, cfg LogConfig) *Log {
 	for i := range 3 {
 		require.NoError(t, l.Append(context.Background(), workloadRecord(i)))
 	}
-	l.lastRound.Store(16)
+	l.gc.lastRound.Store(16)
 	return l
 }
 
@@ -59,7 +59,7 @@ func TestStagedAppendsWrittenByTheGroupCommit(t *testing.T) {
 		require.Equal(t, int64(6), l.LogEndOffset())
 		require.Equal(t, 2*size, l.Size(), "records of the workload encode to the same size")
 		require.Equal(t, 2*size, fsFileSize(t, fsy, log0))
-		require.Equal(t, uint64(6), l.durableHint.Load())
+		require.Equal(t, uint64(6), l.gc.durableHint.Load())
 		for _, tk := range tickets[1:] {
 			require.NoError(t, l.awaitDurable(tk))
 		}
@@ -67,9 +67,9 @@ func TestStagedAppendsWrittenByTheGroupCommit(t *testing.T) {
 		requireIndexesWithin(t, l)
 
 		// The log goes on with direct and staged appends at the next offsets.
-		l.lastRound.Store(1)
+		l.gc.lastRound.Store(1)
 		require.NoError(t, l.Append(context.Background(), workloadRecord(6)))
-		l.lastRound.Store(16)
+		l.gc.lastRound.Store(16)
 		require.NoError(t, l.awaitDurable(stageAppend(t, l, 7)))
 		require.NoError(t, l.Close())
 		l = openTestLog(t, fsy, dir, baseConfig())
@@ -107,11 +107,11 @@ func TestStageNotUsed(t *testing.T) {
 				for i := range 3 {
 					require.NoError(t, l.Append(context.Background(), workloadRecord(i)))
 				}
-				l.lastRound.Store(c.round)
+				l.gc.lastRound.Store(c.round)
 				tk, err := c.append(t, l)
 				require.NoError(t, err)
 				require.Nil(t, tk.staged)
-				require.Equal(t, 0, l.stage.writes)
+				require.Equal(t, 0, l.gc.stage.writes)
 				require.Equal(t, int64(4), l.LogEndOffset(), "visible once written")
 			})
 		})
@@ -186,7 +186,7 @@ func TestStageWriteNoSpace(t *testing.T) {
 
 		// Space is back: records 5 and 6 take offsets 3 and 4, staged or not.
 		require.NoError(t, l.awaitDurable(stageAppend(t, l, 5)))
-		l.lastRound.Store(1)
+		l.gc.lastRound.Store(1)
 		require.NoError(t, l.Append(context.Background(), workloadRecord(6)))
 		want := withOffsets(append(workloadRecords(0, 3), workloadRecord(5), workloadRecord(6)), 0)
 		requireSameRecords(t, want, readAllRecords(t, l))
@@ -206,7 +206,7 @@ func TestTruncateToLogEndKeepsStagedAppend(t *testing.T) {
 		tk := stageAppend(t, l, 3)
 		require.Equal(t, int64(3), l.LogEndOffset())
 		require.NoError(t, l.TruncateTo(3))
-		require.Equal(t, 1, l.stage.writes, "still staged")
+		require.Equal(t, 1, l.gc.stage.writes, "still staged")
 		require.NoError(t, l.awaitDurable(tk))
 		require.Equal(t, int64(4), l.LogEndOffset())
 		requireSameRecords(t, withOffsets(workloadRecords(0, 4), 0), readAllRecords(t, l))
@@ -218,11 +218,11 @@ func TestTruncationFailsUnacknowledgedAppends(t *testing.T) {
 	// written; one durable before the truncation ran was acknowledged whatever came after.
 	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
 		l := openStagingLog(t, fsy, t.TempDir(), baseConfig())
-		l.lastRound.Store(1)
+		l.gc.lastRound.Store(1)
 		written, err := l.appendRecords(context.Background(), []*Record{workloadRecord(3)}, true)
 		require.NoError(t, err)
 		require.Nil(t, written.staged)
-		l.lastRound.Store(16)
+		l.gc.lastRound.Store(16)
 		staged := stageAppend(t, l, 4)
 		require.Equal(t, int64(4), l.LogEndOffset())
 
@@ -244,10 +244,10 @@ func TestStageDroppedAfterFailedFsync(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
 		ffs := newFaultyFS(fsy)
 		l := openStagingLog(t, ffs, t.TempDir(), baseConfig())
-		l.lastRound.Store(1)
+		l.gc.lastRound.Store(1)
 		written, err := l.appendRecords(context.Background(), []*Record{workloadRecord(3)}, true)
 		require.NoError(t, err)
-		l.lastRound.Store(16)
+		l.gc.lastRound.Store(16)
 		staged := stageAppend(t, l, 4)
 		size := l.Size()
 		ffs.arm(1, 0)
@@ -257,6 +257,6 @@ func TestStageDroppedAfterFailedFsync(t *testing.T) {
 		require.ErrorIs(t, l.awaitDurable(staged), ErrSync)
 		require.Equal(t, int64(4), l.LogEndOffset())
 		require.Equal(t, size, l.Size())
-		require.Equal(t, 0, l.stage.writes)
+		require.Equal(t, 0, l.gc.stage.writes)
 	})
 }

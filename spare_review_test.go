@@ -121,9 +121,9 @@ func spareCrashWorkload(fsy fsys.FS) (m *spareCrashModel, err error) {
 		}
 	}()
 	flusher := func() error {
-		l.prepareSpare()
+		l.spares.prepare()
 		for {
-			retry, err := l.flushSealed(false, l.prepareSpare)
+			retry, err := l.flushSealed(false, l.spares.prepare)
 			if err != nil || !retry {
 				return err
 			}
@@ -405,7 +405,7 @@ func requireReadsEverywhere(t *testing.T, l *Log, want []*Record) {
 // is stopped, and checks the three files exist.
 func readyTestSpares(t *testing.T, l *Log, fsy fsys.FS) {
 	t.Helper()
-	l.prepareSpare()
+	l.spares.prepare()
 	require.True(t, l.sparesReady())
 	require.Equal(t, spareNames, spareFilesIn(t, fsy, l.Dir()))
 }
@@ -536,7 +536,7 @@ func TestSpareStaleFilesAtClaimedName(t *testing.T) {
 				want := appendBatches(t, l, 2, 10)
 				awaitSpares(t, l, fsy)
 				if how == "created" {
-					require.NoError(t, l.removeSpare())
+					require.NoError(t, l.spares.remove())
 				}
 				garbage := bytes.Repeat([]byte{0x7f, 0xff, 0xff, 0x01}, 600) // 200 8-byte and 200 12-byte entries... of nonsense
 				for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {

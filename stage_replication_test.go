@@ -48,6 +48,6 @@ func TestStagedAcksAllWithFollower(t *testing.T) {
 			require.NoError(t, follower.ReadRecord(off, &r), fmt.Sprint(off))
 			require.Equal(t, key, string(r.Key))
 		}
-		t.Logf("fsyncs %d", leader.log.fsyncs.Load())
+		t.Logf("fsyncs %d", leader.log.gc.fsyncs.Load())
 	})
 }

@@ -86,7 +86,7 @@ func TestStagedAppendsStress(t *testing.T) {
 		rg.Wait()
 		close(acks)
 		requireNoErrs(t, errs)
-		t.Logf("fsyncs %d for %d appends", l.fsyncs.Load(), writers*per)
+		t.Logf("fsyncs %d for %d appends", l.gc.fsyncs.Load(), writers*per)
 		require.NoError(t, l.Close())
 		l = openTestLog(t, fsy, dir, cfg)
 		require.Equal(t, int64(writers*per), l.LogEndOffset())

@@ -72,7 +72,7 @@ func TestSyncPolicyOfLog(t *testing.T) {
 			defer l.Close()
 			require.Equal(t, syncPolicy{c.want}, l.sync)
 			require.Equal(t, c.want, l.Config().Sync)
-			require.Equal(t, c.want != SyncAlways, l.stopFlusher != nil, "a flusher runs under SyncNever and SyncInterval only")
+			require.Equal(t, c.want != SyncAlways, l.flusher.stop != nil, "a flusher runs under SyncNever and SyncInterval only")
 		})
 	}
 }
