@@ -32,7 +32,7 @@ func BenchmarkRoll(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer l.Close()
-			l.noSpares = !spare
+			l.spares.off = !spare
 			// Two appends: the second rolls, which is what wakes the flusher to make spares.
 			r := benchRecord(0)
 			for range 2 {
@@ -63,7 +63,7 @@ func BenchmarkRoll(b *testing.B) {
 
 // sparesReady reports whether the flusher has made the spare files for the next roll.
 func (l *Log) sparesReady() bool {
-	l.spareMu.Lock()
-	defer l.spareMu.Unlock()
-	return l.spareReady
+	l.spares.mu.Lock()
+	defer l.spares.mu.Unlock()
+	return l.spares.ready
 }

@@ -277,7 +277,7 @@ func BenchmarkAppendSyncAlways(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			m0 := benchMallocs()
-			f0 := l.fsyncs.Load()
+			f0 := l.gc.fsyncs.Load()
 			var next atomic.Int64
 			var wg sync.WaitGroup
 			errs := make(chan error, g)
@@ -300,7 +300,7 @@ func BenchmarkAppendSyncAlways(b *testing.B) {
 			}
 			benchReport(b, b.N, benchMallocs()-m0, 1)
 			// How well the group commit shares: the disk's speed does not change this figure.
-			b.ReportMetric(float64(b.N)/float64(max(l.fsyncs.Load()-f0, 1)), "appends/fsync")
+			b.ReportMetric(float64(b.N)/float64(max(l.gc.fsyncs.Load()-f0, 1)), "appends/fsync")
 		})
 	}
 }

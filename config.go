@@ -42,55 +42,6 @@ const (
 // String returns Kafka's name for c: none, gzip, snappy, lz4 or zstd.
 func (c Compression) String() string { return recordbatch.Codec(c).String() }
 
-// SyncPolicy says when appended bytes are made durable with fdatasync.
-//
-// The zero value, SyncDefault, inherits the policy of the enclosing store or options, which is
-// SyncAlways unless set otherwise. "Acknowledged" (Append returned nil) means the records survive
-// a process kill under every policy, and a power loss under SyncAlways.
-type SyncPolicy int64
-
-const (
-	// SyncDefault inherits the policy from the options (SyncAlways when none is given).
-	SyncDefault SyncPolicy = 0
-	// SyncAlways makes Append return only after its bytes are on stable storage. Concurrent
-	// appends share one fdatasync (group commit).
-	SyncAlways SyncPolicy = -1
-	// SyncNever leaves flushing to the operating system, to Close and Sync, and to the log's
-	// background flush of each segment it rolls (Kafka's flush of a rolled segment).
-	SyncNever SyncPolicy = -2
-)
-
-// SyncInterval returns a policy that flushes in the background every d. d must be positive.
-func SyncInterval(d time.Duration) SyncPolicy {
-	if d <= 0 {
-		return SyncAlways
-	}
-	return SyncPolicy(d)
-}
-
-// Interval returns the background flush period of an interval policy, or 0 for the others.
-func (p SyncPolicy) Interval() time.Duration {
-	if p > 0 {
-		return time.Duration(p)
-	}
-	return 0
-}
-
-// String describes the policy: "always", "never", "interval(1s)" or "default".
-func (p SyncPolicy) String() string {
-	switch {
-	case p == SyncDefault:
-		return "default"
-	case p == SyncAlways:
-		return "always"
-	case p == SyncNever:
-		return "never"
-	case p > 0:
-		return fmt.Sprintf("interval(%s)", time.Duration(p))
-	}
-	return fmt.Sprintf("SyncPolicy(%d)", int64(p))
-}
-
 // LogConfig is the configuration of one partition's log. Fields mirror Kafka's topic-level
 // configs of the same meaning; a zero field takes Kafka's default.
 type LogConfig struct {
@@ -111,7 +62,9 @@ type LogConfig struct {
 	TimestampType TimestampType
 	// Compression is compression.type for batches this log encodes from records.
 	Compression Compression
-	// Sync is the flush policy; SyncDefault inherits the options' policy.
+	// Sync is the flush policy (Kafka's flush.ms and flush.messages): it wins over WithSync's,
+	// which SyncDefault takes, and SyncAlways when neither is set (see SyncPolicy for the rule).
+	// Config returns the policy it resolved to; a topic stores what its TopicConfig said.
 	Sync SyncPolicy
 	// RetentionDuration is retention.ms: sealed segments whose largest record timestamp is older
 	// than this are deleted, oldest first. 0 means DefaultRetentionDuration (7 days); negative
@@ -140,8 +93,20 @@ type LogConfig struct {
 // at least 64 MiB, enough for any batch Kafka's clients produce, still bounded against bombs.
 func (c *LogConfig) readDecompressLimit() int { return max(c.MaxMessageBytes, 64<<20) }
 
-// withDefaults returns c with zero fields set to Kafka's defaults and Sync resolved against def.
-func (c LogConfig) withDefaults(def SyncPolicy) LogConfig {
+// resolve returns c as a log runs it, with the sync policy its write path asks: zero fields set to
+// Kafka's defaults and Sync resolved against inherited, WithSync's policy (resolveSync). The error
+// wraps ErrInvalidConfig for the first field out of range, the sync policy included; c is filled
+// in even then. It is where a LogConfig meets the options: OpenLog's resolution, and a store's
+// for CreateTopic's check and Topic.Config.
+func (c LogConfig) resolve(inherited SyncPolicy) (LogConfig, syncPolicy, error) {
+	c = c.withDefaults()
+	policy := resolveSync(c.Sync, inherited)
+	c.Sync = policy.policy()
+	return c, policy, c.validate()
+}
+
+// withDefaults returns c with zero fields set to Kafka's defaults; Sync is resolve's.
+func (c LogConfig) withDefaults() LogConfig {
 	if c.SegmentBytes == 0 {
 		c.SegmentBytes = DefaultSegmentBytes
 	}
@@ -169,14 +134,8 @@ func (c LogConfig) withDefaults(def SyncPolicy) LogConfig {
 	if c.TimestampAfterMax == 0 {
 		c.TimestampAfterMax = DefaultTimestampAfterMax
 	}
-	if c.Sync == SyncDefault {
-		c.Sync = def
-	}
 	if c.MinInsyncReplicas == 0 {
 		c.MinInsyncReplicas = 1
-	}
-	if c.Sync == SyncDefault {
-		c.Sync = SyncAlways
 	}
 	return c
 }
@@ -202,7 +161,7 @@ func (c LogConfig) validate() error {
 		return bad("TimestampType", c.TimestampType)
 	case c.Compression < CompressionNone || c.Compression > CompressionZstd:
 		return bad("Compression", c.Compression)
-	case c.Sync < SyncNever:
+	case !(syncPolicy{c.Sync}).valid(): // resolved: never SyncDefault here
 		return bad("Sync", c.Sync)
 	case c.MinInsyncReplicas < 1:
 		return bad("MinInsyncReplicas", c.MinInsyncReplicas)

@@ -345,7 +345,7 @@ func crashWorkload(fsy *faultfs.FS, noSpace bool) (m *crashModel, err error) {
 		}
 		if i%9 == 8 {
 			if !do(&crashStep{kind: stepRetention, topic: crashEvents}, func() error {
-				_, err := events.ApplyRetention(testEpoch)
+				_, err := events.ApplyRetentionAt(testEpoch)
 				return err
 			}, func() {
 				for id, mp := range m.topics[crashEvents] {
@@ -463,7 +463,7 @@ func crashCheck(img fsys.FS, m *crashModel, seed uint64, second bool) error {
 			return fmt.Errorf("topic %s exists, but its creation was never acknowledged (or its deletion was)", name)
 		}
 		want := crashTopicConfig(name)
-		want.LogConfig = want.LogConfig.withDefaults(SyncAlways)
+		want.LogConfig, _, _ = want.LogConfig.resolve(SyncAlways)
 		got := t.Config()
 		if got.Partitions != want.Partitions || got.LogConfig != want.LogConfig {
 			return fmt.Errorf("topic %s: config %+v, want %+v", name, got, want)

@@ -142,7 +142,7 @@ func TestStoreCloseReleasesDescriptorsAndMappings(t *testing.T) {
 				}
 			}
 		}
-		deleted, err := s.ApplyRetention(time.Now())
+		deleted, err := s.ApplyRetention()
 		require.NoError(t, err)
 		require.Positive(t, deleted)
 		segments := 0

@@ -134,7 +134,7 @@ func TestFileCacheRetiredSegmentReopens(t *testing.T) {
 		acquire(s)
 		l.mu.RUnlock()
 		l.cfg.RetentionBytes = 0 // every sealed segment goes
-		n, err := l.ApplyRetention(testEpoch)
+		n, err := l.ApplyRetentionAt(testEpoch)
 		require.NoError(t, err)
 		require.Greater(t, n, 10)
 		require.True(t, s.retired.Load())

@@ -29,16 +29,15 @@ const lockFileName = ".lock"
 type Log struct {
 	dir    string
 	cfg    LogConfig
+	sync   syncPolicy // cfg.Sync resolved: every branch of the write path on the policy asks it
 	fs     fsys.FS
 	logger *slog.Logger
 	now    func() time.Time
 	unlock io.Closer // the directory lock, nil when the owner holds it
 
-	// appendMu serialises writers: appends, rolls, truncation, close. stage, under it, holds
+	// appendMu serialises writers: appends, rolls, truncation, close. gc.stage, under it, holds
 	// the appends copied for the group commit's leader to write (log_stage.go).
 	appendMu sync.Mutex
-	stage    writeStage
-	staging  atomic.Bool // stage.writes > 0, readable without appendMu
 
 	// mu guards what readers look at: the segment list, the active segment's indexes and
 	// in-memory state, the log start offset, closed. Writers hold it only to publish.
@@ -54,20 +53,8 @@ type Log struct {
 	durableSeq uint64
 	failure    error // set once an fsync fails; guarded by mu
 
-	// gcMu guards the group commit (see syncTo): whether a leader's fsync is running, and the
-	// sequence number its last fsync made durable. gcCond, on gcMu, wakes the waiters.
-	gcMu      sync.Mutex
-	gcCond    sync.Cond
-	gcSyncing bool
-	gcDurable uint64
-	// For lingerForWriters: appends between the start of their encoding and the end of their
-	// write, the last fsync's writes, and how long it took (ns).
-	writing     atomic.Int32
-	lastRound   atomic.Uint64 // writes the last fsync made durable
-	assignedSeq atomic.Uint64 // appendSeq plus the appends staged
-	durableHint atomic.Uint64 // durableSeq, readable without syncMu
-	lastFsync   atomic.Int64
-	fsyncs      atomic.Int64 // group-commit fsyncs done, for the benchmarks' appends per fsync
+	// gc is the group commit (log_stage.go): the fsyncs appends share, and their stage.
+	gc groupCommit
 
 	// epochs is the leader-epoch cache, and leaderEpoch the epoch this log stamps on the batches
 	// it assigns offsets to; both change under appendMu and mu together, so either guards a read.
@@ -113,21 +100,10 @@ type Log struct {
 	stateMu   sync.Mutex
 	lastState logState
 
-	// The flusher goroutine (see log_flush.go), under SyncNever and SyncInterval: flushWake
-	// (capacity 1) asks it to flush sealed segments; closing stopFlusher stops it and it closes
-	// flusherDone when it returns.
-	flushWake   chan struct{}
-	stopFlusher chan struct{}
-	flusherDone chan struct{}
-	stopOnce    sync.Once
-
-	// The spare files of the next segment (log_spare.go), made by the flusher: spareMu orders
-	// their making with a roll's claiming them; spareReady says all three exist.
-	spareMu    sync.Mutex
-	spareReady bool
-	// noSpares turns spares off, for benchmarks that time a roll without them; set before the
-	// first roll.
-	noSpares bool
+	// flusher is the flusher goroutine (log_flush.go), under SyncNever and SyncInterval.
+	flusher flusher
+	// spares are the spare files of the next segment (log_spare.go), made by the flusher.
+	spares spareFiles
 }
 
 // OpenLog opens the partition log in dir, creating dir and an empty log when missing, and
@@ -148,12 +124,13 @@ func OpenLog(dir string, cfg LogConfig, opts ...Option) (*Log, error) {
 }
 
 func openLog(dir string, cfg LogConfig, o options, lock bool) (l *Log, err error) {
-	cfg = cfg.withDefaults(o.sync)
-	if err := cfg.validate(); err != nil {
+	cfg, policy, err := cfg.resolve(o.sync)
+	if err != nil {
 		return nil, err
 	}
-	l = &Log{dir: dir, cfg: cfg, fs: o.fs, logger: o.logger.With("log", dir), now: o.now}
-	l.gcCond.L = &l.gcMu
+	l = &Log{dir: dir, cfg: cfg, sync: policy, fs: o.fs, logger: o.logger.With("log", dir), now: o.now}
+	l.gc.init()
+	l.spares = spareFiles{fs: l.fs, dir: dir, logger: l.logger}
 	if err := fsys.MkdirAllDurable(l.fs, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("commitlog: open %s: %w", dir, err)
 	}
@@ -210,7 +187,7 @@ func openLog(dir string, cfg LogConfig, o options, lock bool) (l *Log, err error
 		return nil, err
 	}
 	l.leaderEpoch = max(l.latestEpoch(), 0)
-	l.startFlusher()
+	l.flusher.start(l.sync, l, &l.spares, l.logger)
 	return l, nil
 }
 
@@ -271,7 +248,7 @@ func (l *Log) segmentFor(offset int64) int {
 func (l *Log) Close() error {
 	// First, before the locks below: the flusher's periodic Sync waits for them, and Close would
 	// wait for it. What it has not flushed yet, Close flushes.
-	l.stopFlusherAndWait()
+	l.flusher.stopAndWait()
 	l.lockWriters()
 	defer l.appendMu.Unlock()
 	// Holding syncMu, no group commit is mid-fsync on a file about to close; waiters behind it
@@ -316,7 +293,7 @@ func (l *Log) Close() error {
 		errs = append(errs, s.close())
 	}
 	// Nobody can start a read now; files of reads still running go with the log.
-	errs = append(errs, l.sweepRetired(time.Time{}, true), l.removeSpare())
+	errs = append(errs, l.sweepRetired(time.Time{}, true), l.spares.remove())
 	if clean && errors.Join(errs...) == nil {
 		// Only a log whose every byte reached the disk may skip recovery next time.
 		st := logState{logStartOffset: l.logStartOffset, recoveryPoint: act.nextOffset, clean: true}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"time"
 
@@ -53,8 +52,8 @@ func (l *Log) appendRecords(ctx context.Context, recs []*Record, await bool) (wr
 		return writeTicket{}, nil
 	}
 	now := l.now()
-	l.writing.Add(1) // see lingerForWriters
-	defer l.writing.Add(-1)
+	l.gc.writing.Add(1) // see lingerForWriters
+	defer l.gc.writing.Add(-1)
 	enc := l.getEncoder()
 	defer l.builders.Put(enc)
 	// The encoder gives records without a timestamp (all, under LogAppendTime) the append time
@@ -98,8 +97,8 @@ func (l *Log) appendRawLeader(ctx context.Context, batches []byte, await bool) (
 	if err := ctx.Err(); err != nil {
 		return t, 0, 0, err
 	}
-	l.writing.Add(1) // see lingerForWriters
-	defer l.writing.Add(-1)
+	l.gc.writing.Add(1) // see lingerForWriters
+	defer l.gc.writing.Add(-1)
 	w, err := l.validateRaw(batches, true)
 	if err != nil {
 		return t, 0, 0, err
@@ -135,14 +134,14 @@ func (l *Log) AppendAsFollower(ctx context.Context, batches []byte) (lastOffset 
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	l.writing.Add(1) // see lingerForWriters
+	l.gc.writing.Add(1) // see lingerForWriters
 	w, err := l.validateRaw(batches, false)
 	if err != nil {
-		l.writing.Add(-1)
+		l.gc.writing.Add(-1)
 		return 0, err
 	}
 	t, _, err := l.write(w, false, true)
-	l.writing.Add(-1)
+	l.gc.writing.Add(-1)
 	if err != nil {
 		return 0, err
 	}
@@ -235,8 +234,8 @@ func (l *Log) write(w *pendingWrite, assign, await bool) (t writeTicket, firstOf
 	}
 	seg := l.active()
 	leo := seg.nextOffset
-	if l.stage.writes > 0 {
-		leo = l.stage.next
+	if l.gc.stage.writes > 0 {
+		leo = l.gc.stage.next
 	}
 	if assign {
 		// A leader's batches carry its epoch, in the header field Kafka reserves for it (not
@@ -254,9 +253,9 @@ func (l *Log) write(w *pendingWrite, assign, await bool) (t writeTicket, firstOf
 		return t, 0, fmt.Errorf("%w: base offset %d below the log end offset %d", ErrOffsetOutOfOrder, w.firstOffset, leo)
 	}
 
-	if l.shouldStage(seg, assign, await) {
-		if l.stageFits(seg, w, assign, await) {
-			return l.stageWrite(seg, w), w.firstOffset, nil
+	if l.gc.shouldStage(seg, assign, await, l.stageable) {
+		if l.gc.stageFits(seg, w, assign, await, l.stageable) {
+			return l.gc.stageWrite(seg, w, l.appendSeq, l.truncGen.Load()), w.firstOffset, nil
 		}
 		if err := l.drainStage(); err != nil {
 			// Nothing of this write was staged or written: it fails with the appends before it.
@@ -352,7 +351,7 @@ func (l *Log) publish(seg *segment, data []byte, batches []batchInfo, pos int64,
 	if ierr == nil {
 		seg.size.Store(pos + int64(len(data)))
 		l.appendSeq += uint64(writes)
-		l.assignedSeq.Store(l.appendSeq)
+		l.gc.assignedSeq.Store(l.appendSeq)
 	}
 	l.mu.Unlock()
 	if ierr != nil {
@@ -392,13 +391,13 @@ func (l *Log) roll(newBase int64) error {
 		// write wider than one segment's 2^31 offsets asks that, and validateRaw refuses those.
 		return fmt.Errorf("%w: a write cannot fit an empty segment at base offset %d", ErrCorrupt, newBase)
 	}
-	always := l.cfg.Sync == SyncAlways
+	always := l.sync.rollSyncs()
 	if !empty && always {
 		if err := old.file.Sync(); err != nil {
 			return l.fail(fmt.Errorf("seal %s: %w", old.path(logSuffix), err))
 		}
 	}
-	seg, err := createSegment(l.fs, l.dir, newBase, &l.cfg, l.claimSpare(newBase))
+	seg, err := createSegment(l.fs, l.dir, newBase, &l.cfg, l.spares.claim(newBase))
 	if err != nil {
 		// Nothing changed: the old segment is still the active one, whole and writable.
 		l.logger.Warn("creating the next segment failed; the log stays on its active segment", "base_offset", newBase, "err", err)
@@ -454,7 +453,7 @@ func (l *Log) roll(newBase int64) error {
 		}
 	}
 	if !always {
-		l.wakeFlusher()
+		l.flusher.wakeUp()
 	} else if err := l.writeState(st); err != nil {
 		// Everything below newBase is on disk; a crash from here on scans only the new segment.
 		l.logger.Warn("recovery point checkpoint failed; the next recovery scans more", "err", err)
@@ -467,10 +466,10 @@ func (l *Log) roll(newBase int64) error {
 // its stage's error if it was staged and writing the stage failed, or ErrTruncated if a
 // truncation removed it first.
 func (l *Log) awaitDurable(t writeTicket) error {
-	if l.cfg.Sync != SyncAlways || t.seq == 0 {
+	if !l.sync.appendWaits() || t.seq == 0 {
 		return nil
 	}
-	if err := l.syncTo(t.seq); err != nil {
+	if err := l.gc.syncTo(t.seq, l.drainForSync, l.fsyncTo); err != nil {
 		return err
 	}
 	if t.staged != nil && t.staged.err != nil {
@@ -506,67 +505,10 @@ func (l *Log) Sync() error {
 	if err := l.syncDirIfDirty(); err != nil {
 		return err
 	}
-	if l.cfg.Sync != SyncAlways && l.checkpointBehind() {
+	if l.sync.runsFlusher() && l.checkpointBehind() {
 		l.checkpointRecoveryPoint()
 	}
-	return l.syncTo(seq)
-}
-
-// syncTo makes writes up to seq durable. Group commit: one caller at a time is the leader, which
-// flushes everything published so far; the callers that arrive while it runs wait for it, and
-// those its fsync covered return without one of their own, all at once, while one of the others
-// leads the next fsync. Segments before the active one were flushed when they were sealed
-// (SyncAlways), or are flushed by flushSealed (the other policies).
-func (l *Log) syncTo(seq uint64) error {
-	l.gcMu.Lock()
-	for l.gcSyncing && l.gcDurable < seq {
-		l.gcCond.Wait()
-	}
-	if l.gcDurable >= seq {
-		l.gcMu.Unlock()
-		return nil
-	}
-	l.gcSyncing = true
-	l.gcMu.Unlock()
-
-	l.lingerForWriters()
-	l.drainForSync()
-	start := time.Now()
-	durable, err := l.fsyncTo(seq)
-	l.lastFsync.Store(int64(time.Since(start)))
-
-	l.gcMu.Lock()
-	l.gcSyncing = false
-	l.gcDurable = max(l.gcDurable, durable)
-	l.gcCond.Broadcast()
-	l.gcMu.Unlock()
-	return err
-}
-
-// maxLinger bounds lingerForWriters whatever the disk: a slow fsync must not make every
-// acknowledgement wait that much longer.
-const maxLinger = time.Millisecond
-
-// lingerForWriters holds the group commit's fsync back while more appends are on their way, so
-// that one fsync covers them too instead of each waiting for the next: single-record appends from
-// many goroutines then share one fsync per round rather than splitting into cohorts that
-// alternate. It waits until as many writes wait for this fsync as the last one covered (the
-// goroutines it released, appending again), and while an append is encoding or writing, but
-// never longer than half the last fsync took (capped at maxLinger), so no acknowledgement is
-// delayed by more than that; a single appender never waits.
-func (l *Log) lingerForWriters() {
-	want := l.lastRound.Load()
-	pending := func() uint64 { return l.assignedSeq.Load() - l.durableHint.Load() }
-	if want <= 1 || (pending() >= want && l.writing.Load() == 0) {
-		return
-	}
-	deadline := time.Now().Add(min(time.Duration(l.lastFsync.Load())/2, maxLinger))
-	for time.Now().Before(deadline) {
-		runtime.Gosched()
-		if l.writing.Load() == 0 && pending() >= want {
-			return
-		}
-	}
+	return l.gc.syncTo(seq, l.drainForSync, l.fsyncTo)
 }
 
 // fsyncTo flushes the active segment unless the writes up to seq are already durable, and
@@ -590,9 +532,9 @@ func (l *Log) fsyncTo(seq uint64) (uint64, error) {
 	if err := seg.file.Sync(); err != nil {
 		return l.durableSeq, l.fail(fmt.Errorf("fdatasync %s: %w", seg.path(logSuffix), err))
 	}
-	l.lastRound.Store(target - l.durableSeq)
+	l.gc.lastRound.Store(target - l.durableSeq)
 	l.durableSeq = target
-	l.durableHint.Store(target)
-	l.fsyncs.Add(1)
+	l.gc.durableHint.Store(target)
+	l.gc.fsyncs.Add(1)
 	return target, nil
 }

@@ -4,8 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
+	"sync"
 	"time"
+
+	"github.com/commitlog-go/commitlog/internal/fsys"
 )
 
 // The flush of sealed segments. Under SyncNever and SyncInterval a roll does not wait for the
@@ -22,21 +26,41 @@ import (
 // so it holds no reference on a segment: retention and truncation delete files as usual, the file
 // cache closes idle segments as usual, and a file that is gone has nothing left to flush.
 
+// flusher is a log's flusher goroutine, under SyncNever and SyncInterval: wake (capacity 1) asks
+// it to flush sealed segments; closing stop stops it and it closes done when it returns. All nil
+// under SyncAlways, which runs none. The Log holds one by value; what the goroutine does to the
+// log it is given when it starts (flushedLog) and holds only on its own stack.
+type flusher struct {
+	wake     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+// flushedLog is what the flusher goroutine does to its log (*Log): Sync every interval, the flush
+// of the sealed segments a roll left, and the checkpoint of the recovery point that flush reached.
+type flushedLog interface {
+	Sync() error
+	flushSealed(checkpoint bool, beforeEach func()) (retry bool, err error)
+	checkpointBehind() bool
+	checkpointRecoveryPoint()
+}
+
 // flushedSuffixes are the files of a sealed segment that its flush syncs.
 var flushedSuffixes = [...]string{logSuffix, indexSuffix, timeIndexSuffix}
 
-// startFlusher starts the log's flusher goroutine under SyncNever and SyncInterval: it flushes
-// sealed segments when a roll asks (wakeFlusher) and, under
-// SyncInterval, calls Sync every interval. Under SyncAlways there is no goroutine: nothing is
-// left to flush in the background.
-func (l *Log) startFlusher() {
-	if l.cfg.Sync == SyncAlways {
+// start starts the log's flusher goroutine under SyncNever and SyncInterval (policy): it flushes
+// sealed segments of l when a roll asks (wakeUp), making the spares of the next roll first, and,
+// under SyncInterval, calls Sync every interval. Under SyncAlways there is no goroutine: nothing
+// is left to flush in the background.
+func (f *flusher) start(policy syncPolicy, l flushedLog, spares *spareFiles, logger *slog.Logger) {
+	if !policy.runsFlusher() {
 		return
 	}
-	l.flushWake = make(chan struct{}, 1)
-	l.stopFlusher = make(chan struct{})
-	l.flusherDone = make(chan struct{})
-	go l.runFlusher(l.cfg.Sync.Interval())
+	f.wake = make(chan struct{}, 1)
+	f.stop = make(chan struct{})
+	f.done = make(chan struct{})
+	go f.run(policy.flushInterval(), l, spares, logger)
 }
 
 // recoveryCheckpointInterval is the least time between two checkpoints of the recovery point by
@@ -46,9 +70,9 @@ func (l *Log) startFlusher() {
 // next recovery scan more segments. Sync and Close checkpoint at once.
 const recoveryCheckpointInterval = time.Second
 
-// runFlusher is the flusher goroutine's loop; interval is SyncInterval's period, or 0.
-func (l *Log) runFlusher(interval time.Duration) {
-	defer close(l.flusherDone)
+// run is the flusher goroutine's loop; interval is SyncInterval's period, or 0.
+func (f *flusher) run(interval time.Duration, l flushedLog, spares *spareFiles, logger *slog.Logger) {
+	defer close(f.done)
 	var tick <-chan time.Time
 	if interval > 0 {
 		t := time.NewTicker(interval)
@@ -63,25 +87,25 @@ func (l *Log) runFlusher(interval time.Duration) {
 	var lastCheckpoint time.Time
 	for {
 		select {
-		case <-l.stopFlusher:
+		case <-f.stop:
 			return
 		case <-tick:
 			if err := l.Sync(); err != nil && !errors.Is(err, ErrClosed) {
-				l.logger.Error("background flush failed", "err", err)
+				logger.Error("background flush failed", "err", err)
 			}
 		case <-ckDue:
 			ckDue = nil
 			l.checkpointRecoveryPoint()
 			lastCheckpoint = time.Now()
-		case <-l.flushWake:
+		case <-f.wake:
 			// A roll woke us: the spares first, as the next roll may come before the flush
 			// below ends.
-			l.prepareSpare()
+			spares.prepare()
 			for {
-				retry, err := l.flushSealed(false, l.prepareSpare)
+				retry, err := l.flushSealed(false, spares.prepare)
 				if err != nil {
 					if !errors.Is(err, ErrClosed) {
-						l.logger.Error("background flush of sealed segments failed", "err", err)
+						logger.Error("background flush of sealed segments failed", "err", err)
 					}
 					break
 				}
@@ -103,20 +127,20 @@ func (l *Log) runFlusher(interval time.Duration) {
 	}
 }
 
-// wakeFlusher tells the flusher that the flush target moved; a wake already pending covers it.
-func (l *Log) wakeFlusher() {
+// wakeUp tells the flusher that the flush target moved; a wake already pending covers it.
+func (f *flusher) wakeUp() {
 	select {
-	case l.flushWake <- struct{}{}:
+	case f.wake <- struct{}{}:
 	default:
 	}
 }
 
-// stopFlusherAndWait stops the flusher goroutine and waits for a flush it is running to end;
-// calls after the first only wait. Close calls it, then flushes what is still pending itself.
-func (l *Log) stopFlusherAndWait() {
-	if l.stopFlusher != nil {
-		l.stopOnce.Do(func() { close(l.stopFlusher) })
-		<-l.flusherDone
+// stopAndWait stops the flusher goroutine and waits for a flush it is running to end; calls
+// after the first only wait. Close calls it, then flushes what is still pending itself.
+func (f *flusher) stopAndWait() {
+	if f.stop != nil {
+		f.stopOnce.Do(func() { close(f.stop) })
+		<-f.done
 	}
 }
 
@@ -187,7 +211,7 @@ func (l *Log) syncFlush(f sealedFlush, beforeEach func()) error {
 		if beforeEach != nil {
 			beforeEach()
 		}
-		if err := l.syncPath(path); err != nil {
+		if err := syncPath(l.fs, path); err != nil {
 			return l.fail(fmt.Errorf("flush %s: %w", path, err))
 		}
 	}
@@ -238,11 +262,11 @@ func (l *Log) flushPending() bool {
 	return l.flushTarget > l.recoveryPoint
 }
 
-// syncPath fsyncs the file at path through a descriptor of its own. A file that is gone
+// syncPath fsyncs the file at path of fsy through a descriptor of its own. A file that is gone
 // (retention or truncation deleted it, or renamed it to "*.deleted") has nothing to flush.
-func (l *Log) syncPath(path string) error {
+func syncPath(fsy fsys.FS, path string) error {
 	// Opened for writing: Windows' FlushFileBuffers needs a handle with write access.
-	f, err := l.fs.OpenFile(path, os.O_RDWR, 0)
+	f, err := fsy.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

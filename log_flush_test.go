@@ -31,8 +31,8 @@ const flushWait, flushTick = 10 * time.Second, time.Millisecond
 // stopTestFlusher stops l's flusher goroutine, so that flushes stay pending until the test runs
 // them (or Close or Sync does).
 func stopTestFlusher(l *Log) {
-	l.stopFlusherAndWait()
-	l.stopFlusher = nil
+	l.flusher.stopAndWait()
+	l.flusher.stop = nil
 }
 
 // recoveryPointOf returns l's recovery point in memory.
@@ -172,7 +172,7 @@ func TestFlushRacingRetention(t *testing.T) {
 		// records are older than an hour at testEpoch+1h+25ms) and checkpoints the log start
 		// offset.
 		want, f := planFlushOfThree(t, l)
-		n, err := l.ApplyRetention(testEpoch.Add(time.Hour + 25*time.Millisecond))
+		n, err := l.ApplyRetentionAt(testEpoch.Add(time.Hour + 25*time.Millisecond))
 		require.NoError(t, err)
 		require.Equal(t, 2, n)
 		require.Equal(t, int64(20), l.LogStartOffset())
@@ -215,7 +215,7 @@ func TestFlushRacingTruncationAndRetention(t *testing.T) {
 				// wholly below the last 20 offsets.
 				start := l.LogStartOffset()
 				cutoff := testEpoch.Add(time.Hour + time.Duration(l.LogEndOffset()-20)*time.Millisecond)
-				_, err := l.ApplyRetention(cutoff)
+				_, err := l.ApplyRetentionAt(cutoff)
 				require.NoError(t, err)
 				model = model[l.LogStartOffset()-start:]
 			}

@@ -61,7 +61,7 @@ func (l *Log) load() error {
 		// power loss: a bad batch there is a torn write, not corruption. Under SyncAlways a roll
 		// flushes the old segment before the next one exists, so a bad batch in a sealed
 		// segment is corruption whatever the state says.
-		tearable := full && (last || (haveState && l.cfg.Sync != SyncAlways))
+		tearable := full && (last || (haveState && !l.sync.rollSyncs()))
 		cutFrom := noCut
 		if tearable {
 			cutFrom = scanFrom

@@ -174,7 +174,7 @@ func TestReadRangeHoldsSegment(t *testing.T) {
 
 		r, err := l.ReadRange(0, 8<<10)
 		require.NoError(t, err)
-		n, err := l.ApplyRetention(testEpoch)
+		n, err := l.ApplyRetentionAt(testEpoch)
 		require.NoError(t, err)
 		require.Greater(t, n, 0)
 		require.Greater(t, l.LogStartOffset(), int64(0))

@@ -217,7 +217,7 @@ func TestReadRecordErrors(t *testing.T) {
 		cfg.RetentionBytes = 20 << 10
 		l := openTestLog(t, fsy, dir, cfg, WithSync(SyncNever))
 		want := appendBatches(t, l, 40, 10)
-		n, err := l.ApplyRetention(testEpoch)
+		n, err := l.ApplyRetentionAt(testEpoch)
 		require.NoError(t, err)
 		require.Positive(t, n)
 		start, end := l.LogStartOffset(), l.LogEndOffset()
@@ -455,7 +455,7 @@ func TestReadRecordConcurrent(t *testing.T) {
 		})
 		wg.Go(func() {
 			for !stop.Load() {
-				if _, err := l.ApplyRetention(testEpoch); err != nil {
+				if _, err := l.ApplyRetentionAt(testEpoch); err != nil {
 					errs <- err
 					return
 				}
@@ -861,7 +861,7 @@ func TestReadRecordFileCacheRetention(t *testing.T) {
 					return
 				}
 				if i%50 == 49 {
-					if _, err := l.ApplyRetention(testEpoch); err != nil {
+					if _, err := l.ApplyRetentionAt(testEpoch); err != nil {
 						errs <- err
 						return
 					}

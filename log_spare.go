@@ -4,8 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
+
+	"github.com/commitlog-go/commitlog/internal/fsys"
 )
 
 // Spare segment files. Creating a file is the slowest step of a roll, and it sits on the append
@@ -25,6 +29,22 @@ import (
 // rename, and nothing acknowledged depends on them. Open deletes any it finds (listSegments);
 // Kafka's log loader acts only on the suffixes it knows, and leaves "*.spare" files alone.
 
+// spareFiles are the spare files of a log's next segment, in the log's directory: the flusher
+// makes them (prepare), a roll claims them (claim), Close removes them (remove). The Log holds
+// one by value and gives it its file system, directory and logger at open; it holds nothing else
+// of the log.
+type spareFiles struct {
+	fs     fsys.FS
+	dir    string
+	logger *slog.Logger
+	// mu orders the spares' making with a roll's claiming them; ready says all three exist.
+	mu    sync.Mutex
+	ready bool
+	// off turns spares off, for benchmarks that time a roll without them; set before the first
+	// roll.
+	off bool
+}
+
 // spareSuffixes are the suffixes of a segment's files, in the order a roll renames the spares.
 // The .log goes last: while it is missing, a crash leaves at most index files without a .log,
 // which open deletes as orphans.
@@ -43,77 +63,77 @@ func isSpareName(name string) bool {
 	return false
 }
 
-// prepareSpare creates the spare files unless they are ready (spareReady), truncating any that
-// a failed attempt left. Only the flusher goroutine calls it, on its wake and between the files
-// it flushes, so no two preparations overlap; a roll claims spares only once spareReady is set.
-// A failure is logged and leaves no spare: the next roll creates its files itself.
-func (l *Log) prepareSpare() {
-	if l.noSpares {
+// prepare creates the spare files unless they are ready, truncating any that a failed attempt
+// left. Only the flusher goroutine calls it, on its wake and between the files it flushes, so no
+// two preparations overlap; a roll claims spares only once ready is set. A failure is logged and
+// leaves no spare: the next roll creates its files itself.
+func (sp *spareFiles) prepare() {
+	if sp.off {
 		return
 	}
-	l.spareMu.Lock()
-	ready := l.spareReady
-	l.spareMu.Unlock()
+	sp.mu.Lock()
+	ready := sp.ready
+	sp.mu.Unlock()
 	if ready {
 		return
 	}
 	for _, suf := range spareSuffixes {
-		p := filepath.Join(l.dir, spareName(suf))
-		f, err := l.fs.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		p := filepath.Join(sp.dir, spareName(suf))
+		f, err := sp.fs.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err == nil {
 			err = f.Close()
 		}
 		if err != nil {
-			l.logger.Warn("creating a spare segment file failed; the next roll creates its own", "file", p, "err", err)
-			l.dropSpareFiles()
+			sp.logger.Warn("creating a spare segment file failed; the next roll creates its own", "file", p, "err", err)
+			sp.dropFiles()
 			return
 		}
 	}
-	l.spareMu.Lock()
-	l.spareReady = true
-	l.spareMu.Unlock()
+	sp.mu.Lock()
+	sp.ready = true
+	sp.mu.Unlock()
 }
 
-// claimSpare renames the spare files to the names of the segment at base and reports whether
-// all three now stand there, empty. When a rename fails it reports false, and createSegment
-// creates (and truncates) whichever files it needs as it does without spares. Callers hold the
+// claim renames the spare files to the names of the segment at base and reports whether all
+// three now stand there, empty. When a rename fails it reports false, and createSegment creates
+// (and truncates) whichever files it needs as it does without spares. Callers hold the log's
 // writers' lock, as roll does.
-func (l *Log) claimSpare(base int64) bool {
-	l.spareMu.Lock()
-	defer l.spareMu.Unlock()
-	if !l.spareReady {
+func (sp *spareFiles) claim(base int64) bool {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if !sp.ready {
 		return false
 	}
-	l.spareReady = false
-	stem := filepath.Join(l.dir, segmentName(base))
+	sp.ready = false
+	stem := filepath.Join(sp.dir, segmentName(base))
 	for _, suf := range spareSuffixes {
-		if err := l.fs.Rename(filepath.Join(l.dir, spareName(suf)), stem+suf); err != nil {
-			l.logger.Warn("claiming a spare segment file failed; the roll creates its own", "base_offset", base, "err", err)
-			l.dropSpareFiles()
+		if err := sp.fs.Rename(filepath.Join(sp.dir, spareName(suf)), stem+suf); err != nil {
+			sp.logger.Warn("claiming a spare segment file failed; the roll creates its own", "base_offset", base, "err", err)
+			sp.dropFiles()
 			return false
 		}
 	}
 	return true
 }
 
-// removeSpare deletes the spare files, for Close.
-func (l *Log) removeSpare() error {
-	l.spareMu.Lock()
-	defer l.spareMu.Unlock()
-	if !l.spareReady {
+// remove deletes the spare files, for Close.
+func (sp *spareFiles) remove() error {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if !sp.ready {
 		return nil
 	}
-	l.spareReady = false
-	return l.dropSpareFiles()
+	sp.ready = false
+	return sp.dropFiles()
 }
 
-// dropSpareFiles deletes whichever spare files exist, after a failure part-way or for Close; files
-// a failed removal leaves are deleted by the next open. Callers hold spareMu or, in prepareSpare,
-// are the only goroutine that makes spares while none is ready.
-func (l *Log) dropSpareFiles() error {
+// dropFiles deletes whichever spare files exist, after a failure part-way or for Close; files a
+// failed removal leaves are deleted by the next open. Callers hold mu or, in prepare, are the only
+// goroutine that makes spares while none is ready.
+func (sp *spareFiles) dropFiles() error {
 	var errs []error
 	for _, suf := range spareSuffixes {
-		if err := l.fs.Remove(filepath.Join(l.dir, spareName(suf))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := sp.fs.Remove(filepath.Join(sp.dir, spareName(suf))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("remove spare segment file: %w", err))
 		}
 	}

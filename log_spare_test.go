@@ -47,9 +47,9 @@ func spareFilesIn(t *testing.T, fsy fsys.FS, dir string) []string {
 func awaitSpares(t *testing.T, l *Log, fsy fsys.FS) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		l.spareMu.Lock()
-		defer l.spareMu.Unlock()
-		return l.spareReady
+		l.spares.mu.Lock()
+		defer l.spares.mu.Unlock()
+		return l.spares.ready
 	}, flushWait, flushTick)
 	stopTestFlusher(l)
 	require.Equal(t, spareNames, spareFilesIn(t, fsy, l.Dir()))
@@ -241,9 +241,9 @@ func spareCrashWorkload(fsy fsys.FS) (m *spareCrashModel, err error) {
 		}
 	}()
 	flusher := func() error {
-		l.prepareSpare()
+		l.spares.prepare()
 		for {
-			retry, err := l.flushSealed(false, l.prepareSpare)
+			retry, err := l.flushSealed(false, l.spares.prepare)
 			if err != nil || !retry {
 				return err
 			}
@@ -326,7 +326,7 @@ func spareCrashWorkload(fsy fsys.FS) (m *spareCrashModel, err error) {
 			if err := sync(); err != nil {
 				return m, err
 			}
-			n, err := l.ApplyRetention(testEpoch.Add(time.Hour))
+			n, err := l.ApplyRetentionAt(testEpoch.Add(time.Hour))
 			if err != nil {
 				return m, err
 			}
@@ -525,7 +525,7 @@ func requireReadsEverywhere(t *testing.T, l *Log, want []*Record) {
 // is stopped, and checks the three files exist.
 func readyTestSpares(t *testing.T, l *Log, fsy fsys.FS) {
 	t.Helper()
-	l.prepareSpare()
+	l.spares.prepare()
 	require.True(t, l.sparesReady())
 	require.Equal(t, spareNames, spareFilesIn(t, fsy, l.Dir()))
 }
@@ -592,7 +592,7 @@ func TestSpareTruncationAndRetention(t *testing.T) {
 		{
 			name: "retention of every segment rolls with the spares",
 			run: func(t *testing.T, l *Log, fsy fsys.FS, want []*Record) []*Record {
-				n, err := l.ApplyRetention(testEpoch.Add(time.Hour))
+				n, err := l.ApplyRetentionAt(testEpoch.Add(time.Hour))
 				require.NoError(t, err)
 				require.Equal(t, 3, n)
 				require.Equal(t, []int64{9}, segmentBases(l))
@@ -656,7 +656,7 @@ func TestSpareStaleFilesAtClaimedName(t *testing.T) {
 				want := appendBatches(t, l, 2, 10)
 				awaitSpares(t, l, fsy)
 				if how == "created" {
-					require.NoError(t, l.removeSpare())
+					require.NoError(t, l.spares.remove())
 				}
 				garbage := bytes.Repeat([]byte{0x7f, 0xff, 0xff, 0x01}, 600) // 200 8-byte and 200 12-byte entries... of nonsense
 				for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {

@@ -2,6 +2,10 @@ package commitlog
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Combined writes under SyncAlways.
@@ -18,6 +22,95 @@ import (
 // A lone appender never stages: it is the one leading its own fsync, and a copy would only add
 // to its latency. Appends that do not wait for durability (AcksNone, SyncNever, SyncInterval)
 // and a follower's appends (whose batches may start a leader epoch) never stage either.
+
+// groupCommit is a log's group commit: the fsyncs that appends share (syncTo) and the stage of
+// appends its leader writes (shouldStage, stageFits, stageWrite). It owns their state; what it
+// needs of its log (the stage's write, the fsync of the active segment, the policy's and epochs'
+// say on staging, the sequence numbers) it is given as arguments by the Log that holds it by
+// value. stage is guarded by the log's appendMu.
+type groupCommit struct {
+	// mu guards whether a leader's fsync is running (syncing) and the sequence number its last
+	// fsync made durable (durable). cond, on mu, wakes the waiters.
+	mu      sync.Mutex
+	cond    sync.Cond
+	syncing bool
+	durable uint64
+	// For lingerForWriters: appends between the start of their encoding and the end of their
+	// write, the last fsync's writes, and how long it took (ns).
+	writing     atomic.Int32
+	lastRound   atomic.Uint64 // writes the last fsync made durable
+	assignedSeq atomic.Uint64 // appendSeq plus the appends staged
+	durableHint atomic.Uint64 // the log's durableSeq, readable without its syncMu
+	lastFsync   atomic.Int64
+	fsyncs      atomic.Int64 // group-commit fsyncs done, for the benchmarks' appends per fsync
+
+	// stage, under the log's appendMu, holds the appends copied for the group commit's leader
+	// to write.
+	stage   writeStage
+	staging atomic.Bool // stage.writes > 0, readable without appendMu
+}
+
+// init readies g for use; openLog calls it before the log takes appends.
+func (g *groupCommit) init() { g.cond.L = &g.mu }
+
+// syncTo makes writes up to seq durable. Group commit: one caller at a time is the leader, which
+// flushes everything published so far; the callers that arrive while it runs wait for it, and
+// those its fsync covered return without one of their own, all at once, while one of the others
+// leads the next fsync. Segments before the active one were flushed when they were sealed
+// (SyncAlways), or are flushed by flushSealed (the other policies). The leader writes out the
+// stage with drainForSync and fsyncs with fsyncTo, the log's (Log.drainForSync, Log.fsyncTo),
+// which returns the sequence number then durable.
+func (g *groupCommit) syncTo(seq uint64, drainForSync func(), fsyncTo func(seq uint64) (uint64, error)) error {
+	g.mu.Lock()
+	for g.syncing && g.durable < seq {
+		g.cond.Wait()
+	}
+	if g.durable >= seq {
+		g.mu.Unlock()
+		return nil
+	}
+	g.syncing = true
+	g.mu.Unlock()
+
+	g.lingerForWriters()
+	drainForSync()
+	start := time.Now()
+	durable, err := fsyncTo(seq)
+	g.lastFsync.Store(int64(time.Since(start)))
+
+	g.mu.Lock()
+	g.syncing = false
+	g.durable = max(g.durable, durable)
+	g.cond.Broadcast()
+	g.mu.Unlock()
+	return err
+}
+
+// maxLinger bounds lingerForWriters whatever the disk: a slow fsync must not make every
+// acknowledgement wait that much longer.
+const maxLinger = time.Millisecond
+
+// lingerForWriters holds the group commit's fsync back while more appends are on their way, so
+// that one fsync covers them too instead of each waiting for the next: single-record appends from
+// many goroutines then share one fsync per round rather than splitting into cohorts that
+// alternate. It waits until as many writes wait for this fsync as the last one covered (the
+// goroutines it released, appending again), and while an append is encoding or writing, but
+// never longer than half the last fsync took (capped at maxLinger), so no acknowledgement is
+// delayed by more than that; a single appender never waits.
+func (g *groupCommit) lingerForWriters() {
+	want := g.lastRound.Load()
+	pending := func() uint64 { return g.assignedSeq.Load() - g.durableHint.Load() }
+	if want <= 1 || (pending() >= want && g.writing.Load() == 0) {
+		return
+	}
+	deadline := time.Now().Add(min(time.Duration(g.lastFsync.Load())/2, maxLinger))
+	for time.Now().Before(deadline) {
+		runtime.Gosched()
+		if g.writing.Load() == 0 && pending() >= want {
+			return
+		}
+	}
+}
 
 // writeStage is the appends copied but not yet written; guarded by appendMu.
 type writeStage struct {
@@ -52,7 +145,7 @@ type writeTicket struct {
 // leader epoch (that batch waits for the epoch file, which write itself writes). Callers hold
 // appendMu.
 func (l *Log) stageable(assign, await bool) bool {
-	if !assign || !await || l.cfg.Sync != SyncAlways {
+	if !assign || !await || !l.sync.appendWaits() {
 		return false
 	}
 	e, ok := l.epochs.latest()
@@ -61,28 +154,29 @@ func (l *Log) stageable(assign, await bool) bool {
 
 // shouldStage reports whether an append goes to the stage rather than to the file: something is
 // staged already (whatever follows staged bytes must follow them in the file too), or the append
-// is stageable, its segment is not empty, and the last fsync covered several appends (appends
-// contend). Callers hold appendMu.
-func (l *Log) shouldStage(seg *segment, assign, await bool) bool {
-	return l.stage.writes > 0 ||
-		(seg.size.Load() > 0 && l.lastRound.Load() > 1 && l.stageable(assign, await))
+// is stageable (the log's stageable), its segment is not empty, and the last fsync covered
+// several appends (appends contend). Callers hold appendMu.
+func (g *groupCommit) shouldStage(seg *segment, assign, await bool, stageable func(assign, await bool) bool) bool {
+	return g.stage.writes > 0 ||
+		(seg.size.Load() > 0 && g.lastRound.Load() > 1 && stageable(assign, await))
 }
 
 // stageFits reports whether w can join the stage: it is stageable, the stage is for seg, and seg
 // would hold the stage and w together (canHold's rules, at the size the segment will have).
-func (l *Log) stageFits(seg *segment, w *pendingWrite, assign, await bool) bool {
-	st := &l.stage
+func (g *groupCommit) stageFits(seg *segment, w *pendingWrite, assign, await bool, stageable func(assign, await bool) bool) bool {
+	st := &g.stage
 	size := seg.size.Load()
-	if size == 0 || (st.writes > 0 && st.seg != seg) || !l.stageable(assign, await) {
+	if size == 0 || (st.writes > 0 && st.seg != seg) || !stageable(assign, await) {
 		return false
 	}
 	return seg.canHoldAt(size+int64(len(st.data)), len(w.data), w.lastOffset, max(st.maxTS, w.maxTimestamp))
 }
 
-// stageWrite copies w, whose offsets are assigned, into the stage and returns its ticket.
-// Callers hold appendMu and checked stageFits.
-func (l *Log) stageWrite(seg *segment, w *pendingWrite) writeTicket {
-	st := &l.stage
+// stageWrite copies w, whose offsets are assigned, into the stage and returns its ticket, whose
+// sequence number follows the log's appendSeq and the appends staged before it, and gen the log's
+// truncation count. Callers hold appendMu and checked stageFits.
+func (g *groupCommit) stageWrite(seg *segment, w *pendingWrite, appendSeq, gen uint64) writeTicket {
+	st := &g.stage
 	if st.writes == 0 {
 		st.seg, st.pos, st.maxTS = seg, seg.size.Load(), -1
 		st.result = &stageResult{}
@@ -94,12 +188,12 @@ func (l *Log) stageWrite(seg *segment, w *pendingWrite) writeTicket {
 		st.batches = append(st.batches, b)
 	}
 	st.writes++
-	l.staging.Store(true)
+	g.staging.Store(true)
 	st.next = w.lastOffset + 1
 	st.maxTS = max(st.maxTS, w.maxTimestamp)
-	seq := l.appendSeq + uint64(st.writes)
-	l.assignedSeq.Store(seq)
-	return writeTicket{seq: seq, staged: st.result, gen: l.truncGen.Load(), last: w.lastOffset}
+	seq := appendSeq + uint64(st.writes)
+	g.assignedSeq.Store(seq)
+	return writeTicket{seq: seq, staged: st.result, gen: gen, last: w.lastOffset}
 }
 
 // drainStage writes the stage to its segment with one write and publishes it. On failure the
@@ -107,14 +201,14 @@ func (l *Log) stageWrite(seg *segment, w *pendingWrite) writeTicket {
 // and their result says why, so each of them returns the error and nothing of them stays in
 // the log (the log keeps taking writes unless even the cut failed). Callers hold appendMu.
 func (l *Log) drainStage() error {
-	st := &l.stage
+	st := &l.gc.stage
 	if st.writes == 0 {
 		return nil
 	}
 	seg, pos, writes, res := st.seg, st.pos, st.writes, st.result
 	defer func() {
 		st.reset()
-		l.staging.Store(false)
+		l.gc.staging.Store(false)
 	}()
 	if err := l.checkWritable(); err != nil {
 		// A failed log (an fsync failed after these appends were staged) or a closed one writes
@@ -158,7 +252,7 @@ func (l *Log) skipSeqs(n int) {
 	l.mu.Lock()
 	l.appendSeq += uint64(n)
 	l.mu.Unlock()
-	l.assignedSeq.Store(l.appendSeq)
+	l.gc.assignedSeq.Store(l.appendSeq)
 }
 
 // truncation is one truncation of the log: the truncation count it made, the log end offset it
@@ -218,7 +312,7 @@ func (l *Log) lockWriters() {
 // appender, every policy but SyncAlways) it takes no lock: a stage begun after the check is
 // drained by the next fsync, which its appender waits for.
 func (l *Log) drainForSync() {
-	if !l.staging.Load() {
+	if !l.gc.staging.Load() {
 		return
 	}
 	l.appendMu.Lock()

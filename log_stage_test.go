@@ -32,7 +32,7 @@ func openStagingLog(t *testing.T, fsy fsys.FS, dir string, cfg LogConfig) *Log {
 	for i := range 3 {
 		require.NoError(t, l.Append(context.Background(), workloadRecord(i)))
 	}
-	l.lastRound.Store(16)
+	l.gc.lastRound.Store(16)
 	return l
 }
 
@@ -67,7 +67,7 @@ func TestStagedAppendsWrittenByTheGroupCommit(t *testing.T) {
 		require.Equal(t, int64(6), l.LogEndOffset())
 		require.Equal(t, 2*size, l.Size(), "records of the workload encode to the same size")
 		require.Equal(t, 2*size, fsFileSize(t, fsy, log0))
-		require.Equal(t, uint64(6), l.durableHint.Load())
+		require.Equal(t, uint64(6), l.gc.durableHint.Load())
 		for _, tk := range tickets[1:] {
 			require.NoError(t, l.awaitDurable(tk))
 		}
@@ -75,9 +75,9 @@ func TestStagedAppendsWrittenByTheGroupCommit(t *testing.T) {
 		requireIndexesWithin(t, l)
 
 		// The log goes on with direct and staged appends at the next offsets.
-		l.lastRound.Store(1)
+		l.gc.lastRound.Store(1)
 		require.NoError(t, l.Append(context.Background(), workloadRecord(6)))
-		l.lastRound.Store(16)
+		l.gc.lastRound.Store(16)
 		require.NoError(t, l.awaitDurable(stageAppend(t, l, 7)))
 		require.NoError(t, l.Close())
 		l = openTestLog(t, fsy, dir, baseConfig())
@@ -115,11 +115,11 @@ func TestStageNotUsed(t *testing.T) {
 				for i := range 3 {
 					require.NoError(t, l.Append(context.Background(), workloadRecord(i)))
 				}
-				l.lastRound.Store(c.round)
+				l.gc.lastRound.Store(c.round)
 				tk, err := c.append(t, l)
 				require.NoError(t, err)
 				require.Nil(t, tk.staged)
-				require.Equal(t, 0, l.stage.writes)
+				require.Equal(t, 0, l.gc.stage.writes)
 				require.Equal(t, int64(4), l.LogEndOffset(), "visible once written")
 			})
 		})
@@ -194,7 +194,7 @@ func TestStageWriteNoSpace(t *testing.T) {
 
 		// Space is back: records 5 and 6 take offsets 3 and 4, staged or not.
 		require.NoError(t, l.awaitDurable(stageAppend(t, l, 5)))
-		l.lastRound.Store(1)
+		l.gc.lastRound.Store(1)
 		require.NoError(t, l.Append(context.Background(), workloadRecord(6)))
 		want := withOffsets(append(workloadRecords(0, 3), workloadRecord(5), workloadRecord(6)), 0)
 		requireSameRecords(t, want, readAllRecords(t, l))
@@ -214,7 +214,7 @@ func TestTruncateToLogEndKeepsStagedAppend(t *testing.T) {
 		tk := stageAppend(t, l, 3)
 		require.Equal(t, int64(3), l.LogEndOffset())
 		require.NoError(t, l.TruncateTo(3))
-		require.Equal(t, 1, l.stage.writes, "still staged")
+		require.Equal(t, 1, l.gc.stage.writes, "still staged")
 		require.NoError(t, l.awaitDurable(tk))
 		require.Equal(t, int64(4), l.LogEndOffset())
 		requireSameRecords(t, withOffsets(workloadRecords(0, 4), 0), readAllRecords(t, l))
@@ -226,11 +226,11 @@ func TestTruncationFailsUnacknowledgedAppends(t *testing.T) {
 	// written; one durable before the truncation ran was acknowledged whatever came after.
 	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
 		l := openStagingLog(t, fsy, t.TempDir(), baseConfig())
-		l.lastRound.Store(1)
+		l.gc.lastRound.Store(1)
 		written, err := l.appendRecords(context.Background(), []*Record{workloadRecord(3)}, true)
 		require.NoError(t, err)
 		require.Nil(t, written.staged)
-		l.lastRound.Store(16)
+		l.gc.lastRound.Store(16)
 		staged := stageAppend(t, l, 4)
 		require.Equal(t, int64(4), l.LogEndOffset())
 
@@ -252,10 +252,10 @@ func TestStageDroppedAfterFailedFsync(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
 		ffs := newFaultyFS(fsy)
 		l := openStagingLog(t, ffs, t.TempDir(), baseConfig())
-		l.lastRound.Store(1)
+		l.gc.lastRound.Store(1)
 		written, err := l.appendRecords(context.Background(), []*Record{workloadRecord(3)}, true)
 		require.NoError(t, err)
-		l.lastRound.Store(16)
+		l.gc.lastRound.Store(16)
 		staged := stageAppend(t, l, 4)
 		size := l.Size()
 		ffs.arm(1, 0)
@@ -265,7 +265,7 @@ func TestStageDroppedAfterFailedFsync(t *testing.T) {
 		require.ErrorIs(t, l.awaitDurable(staged), ErrSync)
 		require.Equal(t, int64(4), l.LogEndOffset())
 		require.Equal(t, size, l.Size())
-		require.Equal(t, 0, l.stage.writes)
+		require.Equal(t, 0, l.gc.stage.writes)
 	})
 }
 
@@ -396,7 +396,7 @@ func TestStagedAppendsStress(t *testing.T) {
 		rg.Wait()
 		close(acks)
 		requireNoErrs(t, errs)
-		t.Logf("fsyncs %d for %d appends", l.fsyncs.Load(), writers*per)
+		t.Logf("fsyncs %d for %d appends", l.gc.fsyncs.Load(), writers*per)
 		require.NoError(t, l.Close())
 		l = openTestLog(t, fsy, dir, cfg)
 		require.Equal(t, int64(writers*per), l.LogEndOffset())
@@ -451,7 +451,7 @@ func TestStagedAppendsVsClose(t *testing.T) {
 			for n.Load() < int64(200+round*20) {
 			}
 			if round%2 == 0 {
-				_, err := l.ApplyRetention(testEpoch) // drains the stage
+				_, err := l.ApplyRetentionAt(testEpoch) // drains the stage
 				require.NoError(t, err)
 			}
 			require.NoError(t, l.Close())

@@ -55,7 +55,7 @@ func TestSyncFailure(t *testing.T) {
 		require.ErrorIs(t, err, ErrSync)
 		require.ErrorIs(t, l.TruncateTo(10), ErrSync)
 		require.ErrorIs(t, l.Sync(), ErrSync)
-		_, err = l.ApplyRetention(testEpoch)
+		_, err = l.ApplyRetentionAt(testEpoch)
 		require.ErrorIs(t, err, ErrSync)
 		require.Empty(t, writesSince(ffs, n), "nothing is written or synced")
 		require.Equal(t, int64(30), l.LogEndOffset())

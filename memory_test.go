@@ -182,7 +182,7 @@ func TestOpenInMemoryWritesNothingToDisk(t *testing.T) {
 	}
 	require.NoError(t, r.Commit(ctx))
 	now = now.Add(2 * time.Hour)
-	n, err := s.ApplyRetention(now)
+	n, err := s.ApplyRetentionAt(now)
 	require.NoError(t, err)
 	require.Positive(t, n)
 	other, err := s.CreateTopic("scratch", TopicConfig{})
@@ -328,7 +328,7 @@ func TestFileAndMemoryStoresStoreTheSameBytes(t *testing.T) {
 				part := stMust(tp.Partition(p))
 				out[fmt.Sprintf("%s/%d/before-retention", tp.Name(), p)] = readAllPartitionBatches(t, part)
 			}
-			_, err = tp.ApplyRetention(testEpoch)
+			_, err = tp.ApplyRetentionAt(testEpoch)
 			require.NoError(t, err)
 			require.NoError(t, stMust(tp.Partition(0)).TruncateTo(stMust(tp.Partition(0)).LogEndOffset()-5))
 			for p := range tp.PartitionCount() {

@@ -13,7 +13,7 @@ type Option func(*options)
 
 type options struct {
 	logger *slog.Logger
-	sync   SyncPolicy
+	sync   SyncPolicy // WithSync's; SyncDefault when not given (see resolveSync)
 	now    func() time.Time
 	fs     fsys.FS
 
@@ -23,7 +23,7 @@ type options struct {
 }
 
 func newOptions(opts []Option) options {
-	o := options{sync: SyncAlways, now: time.Now, retentionCheckInterval: DefaultRetentionCheckInterval}
+	o := options{now: time.Now, retentionCheckInterval: DefaultRetentionCheckInterval}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -57,8 +57,13 @@ func newOptions(opts []Option) options {
 // logged.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
-// WithSync sets the default sync policy for logs whose config says SyncDefault. Without it the
-// default is SyncAlways.
+// WithSync sets the sync policy of every log whose LogConfig.Sync (a topic's TopicConfig.Sync)
+// is SyncDefault, as Kafka's broker default log.flush.interval.ms applies to the topics without a
+// flush.ms of their own: a log's own policy wins over it. Without it, or with SyncDefault, that
+// default is SyncAlways. It is not stored: a store reopened with another WithSync gives its topics
+// of SyncDefault the new policy. WithSync(SyncDefault) changes nothing, not even an earlier
+// WithSync. A value that is not a SyncPolicy returns ErrInvalidConfig from the open of a log
+// that takes it (and from CreateTopic). See SyncPolicy for the rule.
 func WithSync(p SyncPolicy) Option {
 	return func(o *options) {
 		if p != SyncDefault {

@@ -332,9 +332,13 @@ func (p *Partition) logCut() {
 // Sync flushes the partition's appends to stable storage; see Log.Sync.
 func (p *Partition) Sync() error { return p.log.Sync() }
 
-// ApplyRetention deletes the partition's segments that retention says must go; see
-// Log.ApplyRetention. It returns the number of segments deleted.
-func (p *Partition) ApplyRetention(now time.Time) (int, error) { return p.log.ApplyRetention(now) }
+// ApplyRetention deletes the partition's segments that retention says must go at the store's
+// clock (WithClock, else time.Now); see Log.ApplyRetentionAt. It returns the number deleted.
+func (p *Partition) ApplyRetention() (int, error) { return p.log.ApplyRetention() }
+
+// ApplyRetentionAt deletes the partition's segments that retention says must go at now; see
+// Log.ApplyRetentionAt. It returns the number of segments deleted.
+func (p *Partition) ApplyRetentionAt(now time.Time) (int, error) { return p.log.ApplyRetentionAt(now) }
 
 // appended tells waiters and readers that the log end offset moved, and moves the high watermark
 // of a leader whose in-sync replicas allow it.

@@ -549,7 +549,7 @@ func TestReplicationFollowerRestartsEmptyAfterRetention(t *testing.T) {
 		require.NoError(t, fetcher.Close())
 		require.NoError(t, sF.Close())
 
-		n, err := leader.ApplyRetention(testEpoch)
+		n, err := leader.ApplyRetentionAt(testEpoch)
 		require.NoError(t, err)
 		require.Positive(t, n)
 		lso := leader.LogStartOffset()
@@ -819,7 +819,7 @@ func TestReplicationRetentionStaysBelowHighWatermark(t *testing.T) {
 			require.NoError(t, leader.AppendAcks(ctx, AcksLeader, workloadRecords(i, 10)...))
 		}
 		require.Greater(t, leader.SegmentCount(), 5)
-		_, err = leader.ApplyRetention(testEpoch)
+		_, err = leader.ApplyRetentionAt(testEpoch)
 		require.NoError(t, err)
 		require.LessOrEqual(t, leader.LogStartOffset(), leader.HighWatermark(), "the log start offset passed the high watermark")
 		// The follower, still in sync, goes on from where it was.
@@ -846,7 +846,7 @@ func TestReplicationFollowerFollowsLogStartOffset(t *testing.T) {
 			require.NoError(t, leader.Append(ctx, workloadRecords(i, 10)...))
 		}
 		fSegments := f.SegmentCount()
-		n, err := leader.ApplyRetention(testEpoch)
+		n, err := leader.ApplyRetentionAt(testEpoch)
 		require.NoError(t, err)
 		require.Positive(t, n)
 		lso := leader.LogStartOffset()
@@ -969,6 +969,6 @@ func TestStagedAcksAllWithFollower(t *testing.T) {
 			require.NoError(t, follower.ReadRecord(off, &r), fmt.Sprint(off))
 			require.Equal(t, key, string(r.Key))
 		}
-		t.Logf("fsyncs %d", leader.log.fsyncs.Load())
+		t.Logf("fsyncs %d", leader.log.gc.fsyncs.Load())
 	})
 }

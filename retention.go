@@ -152,17 +152,24 @@ func (l *Log) sweepRetired(now time.Time, force bool) error {
 	return errors.Join(errs...)
 }
 
-// ApplyRetention deletes the oldest segments that retention.ms (by their largest record
-// timestamp, against now) or retention.bytes says must go, oldest first, stopping at the first
-// segment that stays; this is what the store's background check runs. It returns the number of
-// segments deleted.
+// ApplyRetention is ApplyRetentionAt at the time of the log's clock: WithClock's, else time.Now.
+// It is what a store's background check runs (see WithRetentionCheckInterval).
+func (l *Log) ApplyRetention() (int, error) { return l.ApplyRetentionAt(l.now()) }
+
+// ApplyRetentionAt deletes, oldest first, the segments that retention says must go at now, and
+// stops at the first segment that stays, as Kafka's UnifiedLog.deleteOldSegments does: by
+// retention.ms, a segment whose largest record timestamp is more than RetentionDuration before now
+// (a segment goes by the newest record it holds, not by its file times); by retention.bytes, the
+// oldest segment while the log is larger than RetentionBytes by at least that segment's size.
+// Nothing of a replicated log past its high watermark goes. It returns the number of segments
+// deleted.
 //
 // The log start offset moves to the first remaining segment's base offset, and is checkpointed,
-// before any file is touched; it never moves back. When every segment is due, an empty segment
-// is first rolled at the log end offset, so numbering continues after everything aged out, even
-// across restarts. Reads in progress on a deleted segment finish on its open files; later reads
-// below the new log start offset get ErrOffsetOutOfRange. ErrClosed after Close.
-func (l *Log) ApplyRetention(now time.Time) (int, error) {
+// before any file is touched; it only ever moves forward. When every segment is due, an empty
+// segment is first rolled at the log end offset, so numbering continues after everything aged
+// out, even across restarts. Reads in progress on a deleted segment finish on its open files;
+// later reads below the new log start offset get ErrOffsetOutOfRange. ErrClosed after Close.
+func (l *Log) ApplyRetentionAt(now time.Time) (int, error) {
 	l.lockWriters()
 	defer l.appendMu.Unlock()
 	if err := l.checkWritable(); err != nil {

@@ -296,7 +296,7 @@ func TestRetentionBySize(t *testing.T) {
 		}
 		kept := segs[wantDeleted:]
 
-		n, err := s.ApplyRetention(testEpoch)
+		n, err := s.ApplyRetentionAt(testEpoch)
 		require.NoError(t, err)
 		require.Equal(t, wantDeleted, n)
 		requireKept := func(s *Store) {
@@ -331,7 +331,7 @@ func TestRetentionBySize(t *testing.T) {
 			}
 		}
 		requireKept(s)
-		n, err = s.ApplyRetention(testEpoch)
+		n, err = s.ApplyRetentionAt(testEpoch)
 		require.NoError(t, err)
 		require.Zero(t, n, "a second check finds nothing more to delete")
 
@@ -366,7 +366,7 @@ func TestRetentionByTime(t *testing.T) {
 			require.Equal(t, int64(0), stMust(live[reset].Position(0)))
 		}
 
-		n, err := s.ApplyRetention(clock.now())
+		n, err := s.ApplyRetention()
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 		require.Equal(t, int64(2), p.LogStartOffset())
@@ -382,13 +382,15 @@ func TestRetentionByTime(t *testing.T) {
 		require.Equal(t, int64(6), stMust(live[ResetLatest].Position(0)))
 
 		// An hour later the second segment is exactly retention.ms old: it stays.
-		n, err = tp.ApplyRetention(clock.add(time.Hour))
+		clock.add(time.Hour)
+		n, err = tp.ApplyRetention()
 		require.NoError(t, err)
 		require.Zero(t, n)
 		require.Equal(t, int64(2), p.LogStartOffset())
 
 		// 90 minutes after the first check it is 2.5 h old.
-		n, err = p.ApplyRetention(clock.add(30 * time.Minute))
+		clock.add(30 * time.Minute)
+		n, err = p.ApplyRetention()
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 		require.Equal(t, int64(4), p.LogStartOffset())
@@ -407,10 +409,10 @@ func TestRetentionByTime(t *testing.T) {
 		p = stMust(tp.Partition(0))
 		require.Equal(t, int64(4), p.LogStartOffset())
 		require.Equal(t, int64(6), p.LogEndOffset())
-		n, err = s.ApplyRetention(now.Add(2 * time.Hour))
+		n, err = s.ApplyRetentionAt(now.Add(2 * time.Hour))
 		require.NoError(t, err)
 		require.Zero(t, n)
-		n, err = s.ApplyRetention(now.Add(2*time.Hour + time.Millisecond))
+		n, err = s.ApplyRetentionAt(now.Add(2*time.Hour + time.Millisecond))
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 		require.Equal(t, int64(6), p.LogStartOffset())
@@ -455,7 +457,7 @@ func TestRetentionEverythingAgedOut(t *testing.T) {
 		}
 
 		segments := p.SegmentCount()
-		n, err := s.ApplyRetention(now.Add(time.Hour + time.Millisecond))
+		n, err := s.ApplyRetentionAt(now.Add(time.Hour + time.Millisecond))
 		require.NoError(t, err)
 		require.Equal(t, segments, n)
 		require.Equal(t, int64(10), p.LogStartOffset())
@@ -534,7 +536,7 @@ func TestRetentionCrashBeforeDeletion(t *testing.T) {
 						copies = append(copies, dst)
 					}
 				}
-				n, err := l.ApplyRetention(at)
+				n, err := l.ApplyRetentionAt(at)
 				require.NoError(t, err)
 				require.Equal(t, len(deleted), n)
 				hfs.beforeRename = nil
@@ -636,7 +638,7 @@ func TestRetentionCheckpointAboveSegments(t *testing.T) {
 
 				// Retention (the segments' ages are 3 h, 2 h, 1 h and 0, retention 2 h) moves
 				// the log start offset to a segment's base offset, never back.
-				_, err = l.ApplyRetention(now)
+				_, err = l.ApplyRetentionAt(now)
 				require.NoError(t, err)
 				require.Equal(t, tc.afterRetention, l.LogStartOffset())
 				require.Equal(t, tc.afterRetention, readTestState(t, fsy, dir).logStartOffset)
@@ -667,17 +669,17 @@ func TestRetentionFileDeleteDelay(t *testing.T) {
 				require.NoError(t, err)
 				require.Len(t, batchHeaders(t, wantSeg1), 2)
 
-				n, err := l.ApplyRetention(clock.now())
+				n, err := l.ApplyRetention()
 				require.NoError(t, err)
 				require.Equal(t, 1, n)
 				if delay > 0 {
 					// Nobody reads segment 0: its files wait for the delay, and only for it.
 					require.Equal(t, rtDeletedFiles(0), rtSegmentFiles(t, fsy, dir, 0))
-					n, err = l.ApplyRetention(clock.add(delay - time.Millisecond))
+					n, err = l.ApplyRetentionAt(clock.add(delay - time.Millisecond))
 					require.NoError(t, err)
 					require.Zero(t, n)
 					require.Equal(t, rtDeletedFiles(0), rtSegmentFiles(t, fsy, dir, 0))
-					_, err = l.ApplyRetention(clock.add(time.Millisecond))
+					_, err = l.ApplyRetentionAt(clock.add(time.Millisecond))
 					require.NoError(t, err)
 				}
 				require.Empty(t, rtSegmentFiles(t, fsy, dir, 0))
@@ -695,7 +697,7 @@ func TestRetentionFileDeleteDelay(t *testing.T) {
 					done <- result{b, err}
 				}()
 				<-started
-				n, err = l.ApplyRetention(clock.add(90 * time.Minute))
+				n, err = l.ApplyRetentionAt(clock.add(90 * time.Minute))
 				require.NoError(t, err)
 				require.Equal(t, 1, n)
 				require.Equal(t, int64(4), l.LogStartOffset())
@@ -703,7 +705,7 @@ func TestRetentionFileDeleteDelay(t *testing.T) {
 				require.ErrorIs(t, err, ErrOffsetOutOfRange, "a new read below the log start offset")
 				require.Equal(t, rtDeletedFiles(2), rtSegmentFiles(t, fsy, dir, 2))
 				for range 3 { // past the delay, and the active segment still young
-					_, err = l.ApplyRetention(clock.add(5 * time.Minute))
+					_, err = l.ApplyRetentionAt(clock.add(5 * time.Minute))
 					require.NoError(t, err)
 					require.Equal(t, rtDeletedFiles(2), rtSegmentFiles(t, fsy, dir, 2), "removed during a read")
 				}
@@ -745,7 +747,7 @@ func TestRetentionReadHeldAcrossClose(t *testing.T) {
 			done <- b
 		}()
 		<-started
-		n, err := l.ApplyRetention(now)
+		n, err := l.ApplyRetentionAt(now)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 		require.NoError(t, l.Close())
@@ -807,7 +809,7 @@ func TestRetentionWhileReading(t *testing.T) {
 		})
 		wg.Go(func() { // retention
 			for !stop.Load() {
-				n, err := l.ApplyRetention(testEpoch)
+				n, err := l.ApplyRetentionAt(testEpoch)
 				if err != nil {
 					fail(fmt.Errorf("retention: %w", err))
 				}
@@ -1022,7 +1024,7 @@ func TestRetentionWarnsAboutFutureTimestamps(t *testing.T) {
 			return out
 		}
 
-		n, err := s.ApplyRetention(now)
+		n, err := s.ApplyRetentionAt(now)
 		require.NoError(t, err)
 		require.Equal(t, 1, n, "only the segment before the one from the future")
 		require.Equal(t, int64(1), p.LogStartOffset())
@@ -1040,12 +1042,12 @@ func TestRetentionWarnsAboutFutureTimestamps(t *testing.T) {
 		for _, age := range []time.Duration{time.Hour, 0} {
 			require.NoError(t, other.Append(ctx, &Record{Value: big, Timestamp: now.Add(-age)}))
 		}
-		_, err = other.ApplyRetention(now)
+		_, err = other.ApplyRetentionAt(now)
 		require.NoError(t, err)
 		require.Len(t, warnings(), 1)
 
 		// Past retention by its own time, the segment from the future goes, and the two behind it.
-		n, err = p.ApplyRetention(now.Add(4*time.Hour + time.Millisecond))
+		n, err = p.ApplyRetentionAt(now.Add(4*time.Hour + time.Millisecond))
 		require.NoError(t, err)
 		require.Equal(t, 3, n)
 		require.Equal(t, int64(4), p.LogStartOffset())
@@ -1106,7 +1108,7 @@ func TestBackgroundRetention(t *testing.T) {
 		clock.add(24 * time.Hour)
 		time.Sleep(150 * time.Millisecond)
 		require.Equal(t, int64(4), p.LogStartOffset())
-		n, err := s.ApplyRetention(clock.now())
+		n, err := s.ApplyRetention()
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 		require.Equal(t, int64(6), p.LogStartOffset())
@@ -1134,7 +1136,7 @@ func TestTimeRetentionPassesASegmentWithACorruptBatch(t *testing.T) {
 		_, err := l.OffsetForTime(testEpoch.UnixMilli() + 45)
 		require.ErrorIs(t, err, ErrCorrupt)
 
-		n, err := l.ApplyRetention(testEpoch.Add(DefaultRetentionDuration + time.Hour))
+		n, err := l.ApplyRetentionAt(testEpoch.Add(DefaultRetentionDuration + time.Hour))
 		require.NoError(t, err)
 		// Every record is older than retention.ms: the active segment goes too (Kafka rolls it).
 		require.Equal(t, 3, n)

@@ -105,7 +105,7 @@ func (s *Store) startRetention() {
 			case <-s.stopRetention:
 				return
 			case <-t.C:
-				if _, err := s.ApplyRetention(s.o.now()); err != nil && !errors.Is(err, ErrClosed) {
+				if _, err := s.ApplyRetention(); err != nil && !errors.Is(err, ErrClosed) {
 					s.o.logger.Error("retention check failed", "err", err)
 				}
 			}
@@ -113,10 +113,13 @@ func (s *Store) startRetention() {
 	}()
 }
 
-// ApplyRetention applies every topic's retention now (see Log.ApplyRetention), as the background
-// check does every log.retention.check.interval, and returns the number of segments deleted.
-// Errors of the partitions are joined. ErrClosed after Close.
-func (s *Store) ApplyRetention(now time.Time) (int, error) {
+// ApplyRetention is ApplyRetentionAt at the time of the store's clock (WithClock, else
+// time.Now): what the background check runs every log.retention.check.interval.
+func (s *Store) ApplyRetention() (int, error) { return s.ApplyRetentionAt(s.o.now()) }
+
+// ApplyRetentionAt applies every topic's retention at now (see Log.ApplyRetentionAt) and returns
+// the number of segments deleted. Errors of the partitions are joined. ErrClosed after Close.
+func (s *Store) ApplyRetentionAt(now time.Time) (int, error) {
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -127,7 +130,7 @@ func (s *Store) ApplyRetention(now time.Time) (int, error) {
 	var n int
 	var errs []error
 	for _, t := range topics {
-		d, err := t.ApplyRetention(now)
+		d, err := t.ApplyRetentionAt(now)
 		n += d
 		if err != nil && !t.isClosed() {
 			errs = append(errs, err)
@@ -350,7 +353,7 @@ func (s *Store) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	if err := checkPartitionCount(cfg.Partitions); err != nil {
 		return nil, err
 	}
-	if err := cfg.LogConfig.withDefaults(s.o.sync).validate(); err != nil {
+	if _, _, err := cfg.LogConfig.resolve(s.o.sync); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()

@@ -43,7 +43,7 @@ func openTopic(s *Store, name string, cfg TopicConfig) (*Topic, error) {
 		}
 		t.partitions = append(t.partitions, newPartition(t, i, l))
 	}
-	t.cfg.LogConfig = t.cfg.LogConfig.withDefaults(s.o.sync)
+	t.cfg.LogConfig, _, _ = t.cfg.LogConfig.resolve(s.o.sync) // each openLog above checked it
 	return t, nil
 }
 
@@ -246,13 +246,16 @@ func (t *Topic) close() error {
 	return errors.Join(errs...)
 }
 
-// ApplyRetention applies retention to every partition (see Log.ApplyRetention) and returns the
-// number of segments deleted; errors of the partitions are joined.
-func (t *Topic) ApplyRetention(now time.Time) (int, error) {
+// ApplyRetention is ApplyRetentionAt at the time of the store's clock (WithClock, else time.Now).
+func (t *Topic) ApplyRetention() (int, error) { return t.ApplyRetentionAt(t.store.o.now()) }
+
+// ApplyRetentionAt applies retention at now to every partition (see Log.ApplyRetentionAt) and
+// returns the number of segments deleted; errors of the partitions are joined.
+func (t *Topic) ApplyRetentionAt(now time.Time) (int, error) {
 	var n int
 	var errs []error
 	for _, p := range t.partitions {
-		d, err := p.ApplyRetention(now)
+		d, err := p.ApplyRetentionAt(now)
 		n += d
 		if err != nil {
 			errs = append(errs, fmt.Errorf("topic %s partition %d: %w", t.name, p.id, err))

@@ -25,7 +25,9 @@ func checkPartitionCount(n int32) error {
 }
 
 // TopicConfig is a topic's configuration: its partition count and the log configuration every
-// partition uses. It is stored with the topic and used again when the store reopens.
+// partition uses. It is stored with the topic and used again when the store reopens. Its Sync is
+// LogConfig.Sync, the topic's own flush policy over the store's WithSync (see SyncPolicy); it is
+// stored as given, SyncDefault included, under the name commitlog.sync.
 type TopicConfig struct {
 	// Partitions is the number of partitions (Kafka's num.partitions); 0 means 1.
 	Partitions int32
