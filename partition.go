@@ -16,9 +16,13 @@ import (
 // replicated is its own leader with no followers, and its high watermark is its log end offset.
 // A Partition is safe for concurrent use.
 type Partition struct {
-	topic *Topic
-	id    int32
-	log   *Log
+	topicName string
+	id        int32
+	log       *Log
+	// onChange tells the partition's owner (its Topic, which wakes its waiting readers) that the
+	// log end offset, the high watermark or the role changed; given at construction, so that the
+	// partition holds no pointer up.
+	onChange func()
 
 	// replicated is set while the partition has followers or is one; hw is then the high
 	// watermark, else the log end offset is.
@@ -53,8 +57,8 @@ type Partition struct {
 // when it last ran: it opens as a follower of no leader yet, readable up to that high watermark,
 // and takes no appends until BecomeLeader or BecomeFollower says its role (a restarted Kafka
 // broker waits for the controller likewise). Any other log opens as a leader on its own.
-func newPartition(t *Topic, id int32, l *Log) *Partition {
-	p := &Partition{topic: t, id: id, log: l, epoch: max(l.latestEpoch(), l.roleEpoch.Load(), 0)}
+func newPartition(topic string, id int32, l *Log, onChange func()) *Partition {
+	p := &Partition{topicName: topic, id: id, log: l, onChange: onChange, epoch: max(l.latestEpoch(), l.roleEpoch.Load(), 0)}
 	if hw := l.highWatermark.Load(); hw >= 0 {
 		p.replicated.Store(true)
 		p.follower, p.roleGiven = true, true
@@ -64,7 +68,7 @@ func newPartition(t *Topic, id int32, l *Log) *Partition {
 }
 
 // Topic returns the name of the partition's topic.
-func (p *Partition) Topic() string { return p.topic.name }
+func (p *Partition) Topic() string { return p.topicName }
 
 // ID returns the partition's number within its topic, from 0.
 func (p *Partition) ID() int32 { return p.id }
@@ -97,7 +101,7 @@ func (p *Partition) AppendAcks(ctx context.Context, acks Acks, recs ...*Record) 
 		return err
 	}
 	for _, r := range recs {
-		r.Topic, r.Partition = p.topic.name, p.id
+		r.Topic, r.Partition = p.topicName, p.id
 	}
 	var next int64
 	err := p.appendAsLeader(ctx, acks, func() (writeTicket, error) {
@@ -169,7 +173,7 @@ func (p *Partition) AppendAsFollower(ctx context.Context, batches []byte) (lastO
 	p.mu.Unlock()
 	if leading {
 		p.roleMu.RUnlock()
-		return 0, fmt.Errorf("%w: topic %s partition %d leads epoch %d; it copies no other log", ErrNotLeader, p.topic.name, p.id, epoch)
+		return 0, fmt.Errorf("%w: topic %s partition %d leads epoch %d; it copies no other log", ErrNotLeader, p.topicName, p.id, epoch)
 	}
 	last, err := p.log.AppendAsFollower(ctx, batches)
 	p.roleMu.RUnlock()
@@ -222,7 +226,7 @@ func (p *Partition) ReadRecords(offset int64, maxBytes int) ([]*Record, error) {
 	}
 	recs, err := decodeChecked(nil, b, offset, p.log.cfg.readDecompressLimit(), maxBytes)
 	for _, r := range recs {
-		r.Topic, r.Partition = p.topic.name, p.id
+		r.Topic, r.Partition = p.topicName, p.id
 	}
 	return recs, err
 }
@@ -239,7 +243,7 @@ func (p *Partition) ReadRecord(offset int64, r *Record) error {
 	if err := p.log.readRecord(offset, hw, r); err != nil {
 		return err
 	}
-	r.Topic, r.Partition = p.topic.name, p.id
+	r.Topic, r.Partition = p.topicName, p.id
 	return nil
 }
 
@@ -250,7 +254,7 @@ func (p *Partition) Scan(from int64) iter.Seq2[*Record, error] {
 	return func(yield func(*Record, error) bool) {
 		p.log.scan(from, p.HighWatermark(), func(r *Record, err error) bool {
 			if r != nil {
-				r.Topic, r.Partition = p.topic.name, p.id
+				r.Topic, r.Partition = p.topicName, p.id
 			}
 			return yield(r, err)
 		})
@@ -306,7 +310,7 @@ func (p *Partition) TruncateTo(offset int64) error {
 	p.mu.Unlock()
 	if leading {
 		p.roleMu.RUnlock()
-		return fmt.Errorf("%w: topic %s partition %d leads epoch %d with followers; a leader does not truncate", ErrNotLeader, p.topic.name, p.id, epoch)
+		return fmt.Errorf("%w: topic %s partition %d leads epoch %d with followers; a leader does not truncate", ErrNotLeader, p.topicName, p.id, epoch)
 	}
 	err := p.log.truncateTo(offset, local)
 	if local {
@@ -326,7 +330,7 @@ func (p *Partition) logCut() {
 	p.clampHighWatermarkLocked()
 	p.signalLocked()
 	p.mu.Unlock()
-	p.topic.broadcast()
+	p.onChange()
 }
 
 // Sync flushes the partition's appends to stable storage; see Log.Sync.
@@ -343,7 +347,7 @@ func (p *Partition) appended() {
 	p.advanceHighWatermarkLocked() // nothing to move unless the partition leads followers
 	p.signalLocked()
 	p.mu.Unlock()
-	p.topic.broadcast()
+	p.onChange()
 }
 
 // waitChan returns a channel closed at the next change of the log end offset, high watermark or

@@ -76,8 +76,8 @@ func (p *Partition) BecomeLeader(cfg LeaderConfig) error {
 	}
 	p.signalLocked()
 	p.mu.Unlock()
-	p.topic.broadcast()
-	p.log.logger.Info("became leader", "topic", p.topic.name, "partition", p.id, "leader_epoch", cfg.Epoch,
+	p.onChange()
+	p.log.logger.Info("became leader", "topic", p.topicName, "partition", p.id, "leader_epoch", cfg.Epoch,
 		"followers", cfg.Followers, "log_end_offset", leo, "high_watermark", hw)
 	return p.log.saveState()
 }
@@ -107,7 +107,7 @@ func (p *Partition) BecomeFollower(epoch int32) error {
 	p.replicated.Store(true)
 	p.signalLocked()
 	p.mu.Unlock()
-	p.log.logger.Info("became follower", "topic", p.topic.name, "partition", p.id, "leader_epoch", epoch,
+	p.log.logger.Info("became follower", "topic", p.topicName, "partition", p.id, "leader_epoch", epoch,
 		"high_watermark", hw)
 	return p.log.saveState()
 }
@@ -121,7 +121,7 @@ func (p *Partition) checkEpoch(epoch int32) error {
 		return ErrClosed
 	}
 	if epoch < p.epoch {
-		return fmt.Errorf("%w: epoch %d is older than topic %s partition %d's epoch %d", ErrFencedLeaderEpoch, epoch, p.topic.name, p.id, p.epoch)
+		return fmt.Errorf("%w: epoch %d is older than topic %s partition %d's epoch %d", ErrFencedLeaderEpoch, epoch, p.topicName, p.id, p.epoch)
 	}
 	return nil
 }
@@ -182,7 +182,7 @@ func (p *Partition) checkLeader(acks Acks) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.follower {
-		return fmt.Errorf("%w: topic %s partition %d follows in epoch %d", ErrNotLeader, p.topic.name, p.id, p.epoch)
+		return fmt.Errorf("%w: topic %s partition %d follows in epoch %d", ErrNotLeader, p.topicName, p.id, p.epoch)
 	}
 	if acks != AcksAll {
 		return nil
@@ -196,7 +196,7 @@ func (p *Partition) checkLeader(acks Acks) error {
 	}
 	if minISR := p.log.cfg.MinInsyncReplicas; isr < minISR {
 		return fmt.Errorf("%w: topic %s partition %d has %d in-sync replicas, min.insync.replicas is %d",
-			ErrNotEnoughReplicas, p.topic.name, p.id, isr, minISR)
+			ErrNotEnoughReplicas, p.topicName, p.id, isr, minISR)
 	}
 	return nil
 }
@@ -220,7 +220,7 @@ func (p *Partition) awaitHighWatermark(ctx context.Context, next int64) error {
 		}
 		if follower {
 			return fmt.Errorf("%w: topic %s partition %d became a follower (epoch %d) before offset %d was committed",
-				ErrNotLeader, p.topic.name, p.id, epoch, next-1)
+				ErrNotLeader, p.topicName, p.id, epoch, next-1)
 		}
 		select {
 		case <-ch:
@@ -246,7 +246,7 @@ func (p *Partition) checkInsyncAfterAppend(next int64) error {
 	}
 	if minISR := p.log.cfg.MinInsyncReplicas; isr < minISR {
 		return fmt.Errorf("%w: after the append: offsets below %d are committed with %d in-sync replicas of topic %s partition %d, min.insync.replicas is %d",
-			ErrNotEnoughReplicas, next, isr, p.topic.name, p.id, minISR)
+			ErrNotEnoughReplicas, next, isr, p.topicName, p.id, minISR)
 	}
 	return nil
 }
@@ -283,13 +283,13 @@ func (p *Partition) checkISRLocked() {
 		if r.inSync && now.Sub(r.lastCaughtUp) > p.lagTimeMax {
 			r.inSync = false
 			shrunk = true
-			p.log.logger.Warn("follower left the in-sync replicas", "topic", p.topic.name, "partition", p.id,
+			p.log.logger.Warn("follower left the in-sync replicas", "topic", p.topicName, "partition", p.id,
 				"replica", r.id, "log_end_offset", r.leo, "last_caught_up", r.lastCaughtUp, "lag_time_max", p.lagTimeMax)
 		}
 	}
 	if shrunk && p.advanceHighWatermarkLocked() {
 		p.signalLocked()
-		p.topic.broadcast()
+		p.onChange()
 	}
 }
 
@@ -353,7 +353,7 @@ func (p *Partition) Fetch(ctx context.Context, req FetchRequest) (FetchResponse,
 			p.mu.Unlock()
 			stopTimer(timer)
 			return resp, fmt.Errorf("%w: replica %s fetches offset %d; topic %s partition %d holds [%d, %d)",
-				ErrOffsetOutOfRange, req.ReplicaID, req.Offset, p.topic.name, p.id, resp.LogStartOffset, resp.LogEndOffset)
+				ErrOffsetOutOfRange, req.ReplicaID, req.Offset, p.topicName, p.id, resp.LogStartOffset, resp.LogEndOffset)
 		}
 		moved := false
 		if !recorded {
@@ -372,7 +372,7 @@ func (p *Partition) Fetch(ctx context.Context, req FetchRequest) (FetchResponse,
 		}
 		p.mu.Unlock()
 		if moved {
-			p.topic.broadcast()
+			p.onChange()
 		}
 		if wait == nil {
 			stopTimer(timer)
@@ -414,7 +414,7 @@ func (p *Partition) fetchReplicaLocked(req FetchRequest) (*replicaState, error) 
 			return r, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: %q is not a follower of topic %s partition %d (epoch %d)", ErrReplicaNotAvailable, req.ReplicaID, p.topic.name, p.id, p.epoch)
+	return nil, fmt.Errorf("%w: %q is not a follower of topic %s partition %d (epoch %d)", ErrReplicaNotAvailable, req.ReplicaID, p.topicName, p.id, p.epoch)
 }
 
 // checkRequestEpochLocked checks that the partition leads and that epoch, unless undefined, is
@@ -422,13 +422,13 @@ func (p *Partition) fetchReplicaLocked(req FetchRequest) (*replicaState, error) 
 func (p *Partition) checkRequestEpochLocked(epoch int32) error {
 	switch {
 	case p.follower:
-		return fmt.Errorf("%w: topic %s partition %d follows in epoch %d", ErrNotLeader, p.topic.name, p.id, p.epoch)
+		return fmt.Errorf("%w: topic %s partition %d follows in epoch %d", ErrNotLeader, p.topicName, p.id, p.epoch)
 	case epoch == UndefinedEpoch || epoch == p.epoch:
 		return nil
 	case epoch < p.epoch:
-		return fmt.Errorf("%w: request epoch %d, topic %s partition %d leads epoch %d", ErrFencedLeaderEpoch, epoch, p.topic.name, p.id, p.epoch)
+		return fmt.Errorf("%w: request epoch %d, topic %s partition %d leads epoch %d", ErrFencedLeaderEpoch, epoch, p.topicName, p.id, p.epoch)
 	default:
-		return fmt.Errorf("%w: request epoch %d, topic %s partition %d leads epoch %d", ErrUnknownLeaderEpoch, epoch, p.topic.name, p.id, p.epoch)
+		return fmt.Errorf("%w: request epoch %d, topic %s partition %d leads epoch %d", ErrUnknownLeaderEpoch, epoch, p.topicName, p.id, p.epoch)
 	}
 }
 
@@ -447,7 +447,7 @@ func (p *Partition) recordFetchLocked(r *replicaState, offset, leo int64) bool {
 	r.leo = offset
 	if !r.inSync && offset >= p.hw.Load() && offset >= p.epochStart {
 		r.inSync = true
-		p.log.logger.Info("follower joined the in-sync replicas", "topic", p.topic.name, "partition", p.id,
+		p.log.logger.Info("follower joined the in-sync replicas", "topic", p.topicName, "partition", p.id,
 			"replica", r.id, "log_end_offset", offset)
 	}
 	p.checkISRLocked()
@@ -479,7 +479,7 @@ func (p *Partition) EpochEndOffset(ctx context.Context, epoch int32) (EpochEndOf
 		return EpochEndOffset{}, ErrClosed
 	}
 	if follower {
-		return EpochEndOffset{}, fmt.Errorf("%w: topic %s partition %d follows in epoch %d", ErrNotLeader, p.topic.name, p.id, cur)
+		return EpochEndOffset{}, fmt.Errorf("%w: topic %s partition %d follows in epoch %d", ErrNotLeader, p.topicName, p.id, cur)
 	}
 	e, end := p.log.endOffsetForEpoch(epoch)
 	return EpochEndOffset{LeaderEpoch: e, EndOffset: end}, nil

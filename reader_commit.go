@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/commitlog-go/commitlog/internal/checkpoint"
 )
 
 // Commit durably records the reader's positions (the offset of the next record in each
@@ -36,41 +34,19 @@ func (r *Reader) Commit(ctx context.Context) error {
 
 // commit writes the positions file, keeping the entries of other topics, and of the topic's
 // other partitions, committed under this name.
-// It holds the store's lock shared, so that DeleteTopic, which rewrites the files, never runs
+// The store holds its lock shared meanwhile (see Store.commitPositions), so that DeleteTopic, which rewrites the files, never runs
 // between its read and its write; a reader of a topic since deleted commits nothing (ErrClosed),
 // so that the deleted topic's positions never come back.
 func (r *Reader) commit() error {
 	r.commitMu.Lock()
 	defer r.commitMu.Unlock()
-	s := r.topic.store
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.topics[r.topic.name] != r.topic {
-		return fmt.Errorf("%w: topic %s: %w", ErrClosed, r.topic.name, errTopicDeleted)
-	}
-	all, err := s.readCommitted(r.cfg.Name)
-	if err != nil {
-		// Overwriting a damaged file with good positions is the repair.
-		all = map[string]map[int32]committedPosition{}
-	}
-	// The partitions this reader reads replace their entries; those of the topic's other
-	// partitions, committed under the name by a reader of them, stay (Kafka's OffsetCommit
-	// changes only the partitions it lists).
-	mine := all[r.topic.name]
-	if mine == nil {
-		mine = make(map[int32]committedPosition, len(r.parts))
-	}
-	r.mu.Lock()
-	for _, rp := range r.parts {
-		mine[rp.p.id] = committedPosition{offset: rp.pos, leaderEpoch: rp.epoch}
-	}
-	r.mu.Unlock()
-	all[r.topic.name] = mine
-	b, err := encodePositions(all)
-	if err != nil {
-		return err
-	}
-	return checkpoint.Write(s.o.fs, s.readerFile(r.cfg.Name), b)
+	return r.positions.commitPositions(r.cfg.Name, r.topic, func(mine map[int32]committedPosition) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, rp := range r.parts {
+			mine[rp.p.id] = committedPosition{offset: rp.pos, leaderEpoch: rp.epoch}
+		}
+	})
 }
 
 // errTopicDeleted is wrapped by a commit of a reader whose topic was deleted.
@@ -86,7 +62,7 @@ func (r *Reader) autoCommit() {
 			return
 		case <-t.C:
 			if err := r.commit(); err != nil && !errors.Is(err, errTopicDeleted) {
-				r.topic.store.o.logger.Error("auto-commit failed", "reader", r.cfg.Name, "err", err)
+				r.positions.logger().Error("auto-commit failed", "reader", r.cfg.Name, "err", err)
 			}
 		}
 	}

@@ -83,11 +83,11 @@ func (p *Partition) Follow(leader Leader, cfg FollowerConfig) (*ReplicaFetcher, 
 	case !p.follower:
 		p.mu.Unlock()
 		cancel()
-		return nil, fmt.Errorf("%w: topic %s partition %d is a leader; BecomeFollower first", ErrInvalidConfig, p.topic.name, p.id)
+		return nil, fmt.Errorf("%w: topic %s partition %d is a leader; BecomeFollower first", ErrInvalidConfig, p.topicName, p.id)
 	case p.fetcher != nil:
 		p.mu.Unlock()
 		cancel()
-		return nil, fmt.Errorf("%w: topic %s partition %d already follows; Close its fetcher first", ErrInvalidConfig, p.topic.name, p.id)
+		return nil, fmt.Errorf("%w: topic %s partition %d already follows; Close its fetcher first", ErrInvalidConfig, p.topicName, p.id)
 	}
 	p.fetcher = f
 	p.mu.Unlock()
@@ -120,7 +120,7 @@ func (f *ReplicaFetcher) setErr(err error) {
 	f.lastErr = err
 	f.mu.Unlock()
 	if err != nil && changed {
-		f.p.log.logger.Warn("replica fetch failed; retrying", "topic", f.p.topic.name, "partition", f.p.id,
+		f.p.log.logger.Warn("replica fetch failed; retrying", "topic", f.p.topicName, "partition", f.p.id,
 			"replica", f.cfg.ReplicaID, "err", err)
 	}
 }
@@ -142,7 +142,7 @@ func (f *ReplicaFetcher) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		cur, follower := p.followerEpoch()
 		if !follower {
-			f.setErr(fmt.Errorf("%w: topic %s partition %d leads; fetching stopped", ErrNotLeader, p.topic.name, p.id))
+			f.setErr(fmt.Errorf("%w: topic %s partition %d leads; fetching stopped", ErrNotLeader, p.topicName, p.id))
 			return
 		}
 		if cur != epoch {
@@ -195,7 +195,7 @@ func (f *ReplicaFetcher) fatal(ctx context.Context, err error) bool {
 		return true
 	}
 	if werr := f.p.log.checkWritable(); werr != nil {
-		f.setErr(fmt.Errorf("follower log of topic %s partition %d: %w", f.p.topic.name, f.p.id, werr))
+		f.setErr(fmt.Errorf("follower log of topic %s partition %d: %w", f.p.topicName, f.p.id, werr))
 		return true
 	}
 	return false
@@ -288,7 +288,7 @@ func (p *Partition) truncateAsFollower(epoch int32, offset int64) error {
 		return nil
 	}
 	offset = max(offset, p.log.LogStartOffset())
-	p.log.logger.Info("follower truncating to its leader's log", "topic", p.topic.name, "partition", p.id,
+	p.log.logger.Info("follower truncating to its leader's log", "topic", p.topicName, "partition", p.id,
 		"offset", offset, "log_end_offset", p.log.LogEndOffset(), "leader_epoch", epoch)
 	err := p.log.TruncateTo(offset)
 	p.logCut()
@@ -301,7 +301,7 @@ func (p *Partition) startOverAt(epoch int32, offset int64) error {
 		return err
 	}
 	defer p.roleMu.RUnlock()
-	p.log.logger.Info("follower behind its leader's log start offset; starting over", "topic", p.topic.name,
+	p.log.logger.Info("follower behind its leader's log start offset; starting over", "topic", p.topicName,
 		"partition", p.id, "log_end_offset", p.log.LogEndOffset(), "leader_log_start_offset", offset)
 	err := p.log.truncateFullyAndStartAt(offset)
 	p.logCut()
@@ -340,7 +340,7 @@ func (p *Partition) appendFromLeader(ctx context.Context, epoch int32, leo int64
 	p.mu.Lock()
 	p.signalLocked()
 	p.mu.Unlock()
-	p.topic.broadcast()
+	p.onChange()
 	return err
 }
 
@@ -361,6 +361,6 @@ func (p *Partition) followHighWatermark(epoch int32, leaderHW int64) {
 	}
 	p.mu.Unlock()
 	if moved {
-		p.topic.broadcast()
+		p.onChange()
 	}
 }

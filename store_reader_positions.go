@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,6 +17,92 @@ import (
 // readerFilePrefix begins the name of a named reader's committed-positions file, which sits in
 // the store's directory: "commitlog-reader-<name>".
 const readerFilePrefix = "commitlog-reader-"
+
+// readerStore is what a Reader needs of the store that keeps its committed positions and the
+// names of the live readers. The Store gives itself to each Topic as one at open, and the Topic to
+// its readers, so that neither holds a pointer up to the Store.
+type readerStore interface {
+	// openReader runs start with the positions committed under name for t's partitions (none
+	// for an anonymous reader, name ""), and then registers r as the live reader of name, all
+	// under the store's lock. ErrClosed once the store or t closed; ErrReaderExists while a
+	// reader of name, or of a name differing only in case, is live or has positions; ErrCorrupt
+	// when name's positions cannot be read; start's error.
+	openReader(name string, r *Reader, t *Topic, start func(committed map[int32]committedPosition) error) error
+	// closeReader forgets r as the live reader of name.
+	closeReader(name string, r *Reader)
+	// commitPositions durably replaces name's positions of t with those update writes into
+	// mine (the ones committed now for t; other topics' stay). ErrClosed, wrapping
+	// errTopicDeleted, when t is no longer the store's topic of its name.
+	commitPositions(name string, t *Topic, update func(mine map[int32]committedPosition)) error
+	// logger is the store's logger.
+	logger() *slog.Logger
+}
+
+func (s *Store) openReader(name string, r *Reader, t *Topic, start func(map[int32]committedPosition) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || t.isClosed() {
+		return ErrClosed
+	}
+	committed := map[int32]committedPosition{}
+	if name != "" {
+		if _, ok := s.readers[name]; ok {
+			return fmt.Errorf("%w: %q", ErrReaderExists, name)
+		}
+		if err := s.checkReaderCaseCollision(name); err != nil {
+			return err
+		}
+		all, err := s.readCommitted(name)
+		if err != nil {
+			return err
+		}
+		committed = all[t.name]
+	}
+	if err := start(committed); err != nil {
+		return err
+	}
+	if name != "" {
+		s.readers[name] = r
+	}
+	return nil
+}
+
+func (s *Store) closeReader(name string, r *Reader) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.readers[name] == r {
+		delete(s.readers, name)
+	}
+}
+
+func (s *Store) commitPositions(name string, t *Topic, update func(mine map[int32]committedPosition)) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.topics[t.name] != t {
+		return fmt.Errorf("%w: topic %s: %w", ErrClosed, t.name, errTopicDeleted)
+	}
+	all, err := s.readCommitted(name)
+	if err != nil {
+		// Overwriting a damaged file with good positions is the repair.
+		all = map[string]map[int32]committedPosition{}
+	}
+	// The partitions the reader reads replace their entries; those of the topic's other
+	// partitions, committed under the name by a reader of them, stay (Kafka's OffsetCommit
+	// changes only the partitions it lists).
+	mine := all[t.name]
+	if mine == nil {
+		mine = make(map[int32]committedPosition, t.PartitionCount())
+	}
+	update(mine)
+	all[t.name] = mine
+	b, err := encodePositions(all)
+	if err != nil {
+		return err
+	}
+	return checkpoint.Write(s.o.fs, s.readerFile(name), b)
+}
+
+func (s *Store) logger() *slog.Logger { return s.o.logger }
 
 func (s *Store) readerFile(name string) string {
 	return filepath.Join(s.dir, readerFilePrefix+name)

@@ -15,7 +15,7 @@ import (
 // by key (see Partitioner), so that one key's records stay in one partition, in order. A Topic is
 // safe for concurrent use; it is valid until its store closes or the topic is deleted.
 type Topic struct {
-	store      *Store
+	positions  readerStore // the store's committed reader positions, for the topic's readers
 	name       string
 	cfg        TopicConfig
 	partitions []*Partition
@@ -32,7 +32,7 @@ type Topic struct {
 
 // openTopic opens (creating when missing) every partition of a topic.
 func openTopic(s *Store, name string, cfg TopicConfig) (*Topic, error) {
-	t := &Topic{store: s, name: name, cfg: cfg}
+	t := &Topic{positions: s, name: name, cfg: cfg}
 	p := KeyHashPartitioner()
 	t.partitioner.Store(&p)
 	for i := range cfg.Partitions {
@@ -41,7 +41,7 @@ func openTopic(s *Store, name string, cfg TopicConfig) (*Topic, error) {
 			t.close()
 			return nil, fmt.Errorf("commitlog: topic %s partition %d: %w", name, i, err)
 		}
-		t.partitions = append(t.partitions, newPartition(t, i, l))
+		t.partitions = append(t.partitions, newPartition(name, i, l, t.broadcast))
 	}
 	t.cfg.LogConfig = t.cfg.LogConfig.withDefaults(s.o.sync)
 	return t, nil
