@@ -73,11 +73,8 @@ type Log struct {
 	// it assigns offsets to; both change under appendMu and mu together, so either guards a read.
 	epochs      epochCache
 	leaderEpoch int32
-	// highWatermark is the partition's high watermark as last told by its Partition, saved in the
-	// state checkpoint; -1 for a log that no replication uses (see Partition).
-	highWatermark atomic.Int64
-	// roleEpoch is the leader epoch of the partition's last role, saved with the high watermark.
-	roleEpoch atomic.Int32
+	// hooks are the owner's callbacks (see logHooks); nil until setHooks.
+	hooks atomic.Pointer[logHooks]
 
 	// retireMu guards retired: segments removed from the log whose files wait for their readers
 	// and their delete delay before they are deleted.
@@ -109,9 +106,12 @@ type Log struct {
 	dirDirty atomic.Bool
 	// flushMu serialises flushes of sealed segments: the flusher's, Sync's and Close's.
 	flushMu sync.Mutex
-	// stateMu serialises writes of the state file; lastState is the one last written.
+	// stateMu serialises writes of the state file; lastState is the one last written, and legacy
+	// the replication lines written back with it until the partition holds them (see
+	// legacyReplication).
 	stateMu   sync.Mutex
 	lastState logState
+	legacy    legacyReplication
 
 	// The flusher goroutine (see log_flush.go), under SyncNever and SyncInterval: flushWake
 	// (capacity 1) asks it to flush sealed segments; closing stopFlusher stops it and it closes
@@ -144,10 +144,12 @@ type Log struct {
 // it return ErrCorrupt.
 func OpenLog(dir string, cfg LogConfig, opts ...Option) (*Log, error) {
 	o := newOptions(opts)
-	return openLog(dir, cfg, o, true)
+	return openLog(dir, cfg, o, true, false)
 }
 
-func openLog(dir string, cfg LogConfig, o options, lock bool) (l *Log, err error) {
+// openLog opens the log in dir, as OpenLog does, locking dir when lock is set; replicated says
+// that the partition's own checkpoint says it is replicated (see openPartition).
+func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Log, err error) {
 	cfg = cfg.withDefaults(o.sync)
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -180,13 +182,9 @@ func openLog(dir string, cfg LogConfig, o options, lock bool) (l *Log, err error
 		}
 	}()
 	// What the last run left, read before load rewrites it: where epochs may be missing from
-	// the epoch checkpoint, and the high watermark.
+	// the epoch checkpoint, and the replication lines of an earlier version.
 	st, haveState := l.readState()
-	l.highWatermark.Store(-1)
-	if haveState && st.replicated {
-		l.highWatermark.Store(st.highWatermark)
-		l.roleEpoch.Store(st.leaderEpoch)
-	}
+	l.legacy = st.legacy // written back until the partition holds it (dropLegacyReplication)
 	if err := l.load(); err != nil {
 		return nil, err
 	}
@@ -206,7 +204,7 @@ func openLog(dir string, cfg LogConfig, o options, lock bool) (l *Log, err error
 	}
 	// A log no replication drives starts a new leader epoch after an unclean shutdown: its end
 	// may lie below what its readers saw (see startLocalEpochLocked).
-	if err := l.loadEpochs(epochsFrom, haveState && !st.clean && !st.replicated); err != nil {
+	if err := l.loadEpochs(epochsFrom, haveState && !st.clean && !replicated && !st.legacy.present); err != nil {
 		return nil, err
 	}
 	l.leaderEpoch = max(l.latestEpoch(), 0)

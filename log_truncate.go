@@ -104,9 +104,6 @@ func (l *Log) truncateTo(offset int64, newEpoch bool) error {
 	if err := l.trimEpochsAfterCut(start, keep.nextOffset, newEpoch); err != nil {
 		return l.fail(err)
 	}
-	if hw := l.highWatermark.Load(); hw > keep.nextOffset {
-		l.highWatermark.Store(keep.nextOffset)
-	}
 	l.logger.Info("truncated", "offset", offset, "log_end_offset", keep.nextOffset)
 	return nil
 }
@@ -156,7 +153,6 @@ func (l *Log) truncateFullyAndStartAt(offset int64) error {
 	if err := l.trimEpochs(offset, offset); err != nil {
 		return l.fail(err)
 	}
-	l.highWatermark.Store(min(l.highWatermark.Load(), offset))
 	l.logger.Info("log started over", "log_start_offset", offset)
 	return nil
 }

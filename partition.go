@@ -28,6 +28,12 @@ type Partition struct {
 	// watermark, else the log end offset is.
 	replicated atomic.Bool
 	hw         atomic.Int64
+	// roleEpoch is the leader epoch of the partition's last role, checkpointed with the high
+	// watermark (see replicationState).
+	roleEpoch atomic.Int32
+	// ckptMu serialises writes of the replication checkpoint; ckptSaved is the state it holds.
+	ckptMu    sync.Mutex
+	ckptSaved replicationState
 
 	// roleMu is held shared by every write of the log under a role (appends as leader, a
 	// follower's copy of its leader's batches) and exclusively by role changes, so that no write
@@ -53,17 +59,21 @@ type Partition struct {
 	fetcher   *ReplicaFetcher // the running fetch loop of a follower, or nil
 }
 
-// newPartition wraps partition id's log. A log whose state holds a high watermark was replicated
-// when it last ran: it opens as a follower of no leader yet, readable up to that high watermark,
-// and takes no appends until BecomeLeader or BecomeFollower says its role (a restarted Kafka
-// broker waits for the controller likewise). Any other log opens as a leader on its own.
-func newPartition(topic string, id int32, l *Log, onChange func()) *Partition {
-	p := &Partition{topicName: topic, id: id, log: l, onChange: onChange, epoch: max(l.latestEpoch(), l.roleEpoch.Load(), 0)}
-	if hw := l.highWatermark.Load(); hw >= 0 {
+// newPartition wraps partition id's log. A partition whose replication state start says it was
+// replicated when it last ran opens as a follower of no leader yet, readable up to its high
+// watermark, and takes no appends until BecomeLeader or BecomeFollower says its role (a restarted
+// Kafka broker waits for the controller likewise). Any other opens as a leader on its own. saved
+// is the replication checkpoint as the partition's file holds it (see openPartition).
+func newPartition(topic string, id int32, l *Log, onChange func(), start, saved replicationState) *Partition {
+	p := &Partition{topicName: topic, id: id, log: l, onChange: onChange, epoch: max(l.latestEpoch(), start.leaderEpoch, 0),
+		ckptSaved: saved}
+	if start.replicated {
 		p.replicated.Store(true)
 		p.follower, p.roleGiven = true, true
-		p.hw.Store(min(hw, l.LogEndOffset()))
+		p.hw.Store(min(start.highWatermark, l.LogEndOffset()))
+		p.roleEpoch.Store(start.leaderEpoch)
 	}
+	l.setHooks(logHooks{checkpointed: p.saveCheckpoint, retentionLimit: p.retentionLimit})
 	return p
 }
 
@@ -374,7 +384,6 @@ func (p *Partition) signalLocked() {
 func (p *Partition) clampHighWatermarkLocked() {
 	if leo := p.log.LogEndOffset(); p.replicated.Load() && p.hw.Load() > leo {
 		p.hw.Store(leo)
-		p.log.highWatermark.Store(leo)
 	}
 }
 

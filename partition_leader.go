@@ -58,7 +58,7 @@ func (p *Partition) BecomeLeader(cfg LeaderConfig) error {
 	hw := p.HighWatermark()
 	p.follower, p.epoch, p.epochStart, p.lagTimeMax = false, cfg.Epoch, leo, cfg.LagTimeMax
 	p.roleGiven = true
-	p.log.roleEpoch.Store(cfg.Epoch)
+	p.roleEpoch.Store(cfg.Epoch)
 	p.replicas = p.replicas[:0]
 	for _, id := range cfg.Followers {
 		p.replicas = append(p.replicas, &replicaState{id: id, leo: -1, lastCaughtUp: now, inSync: true,
@@ -67,10 +67,8 @@ func (p *Partition) BecomeLeader(cfg LeaderConfig) error {
 	p.stopISRCheckLocked()
 	if len(p.replicas) == 0 {
 		p.replicated.Store(false)
-		p.log.highWatermark.Store(-1)
 	} else {
 		p.hw.Store(hw)
-		p.log.highWatermark.Store(hw)
 		p.replicated.Store(true)
 		p.startISRCheckLocked()
 	}
@@ -99,11 +97,10 @@ func (p *Partition) BecomeFollower(epoch int32) error {
 	p.mu.Lock()
 	hw := p.HighWatermark()
 	p.follower, p.epoch, p.roleGiven = true, epoch, true
-	p.log.roleEpoch.Store(epoch)
+	p.roleEpoch.Store(epoch)
 	p.replicas = nil
 	p.stopISRCheckLocked()
 	p.hw.Store(hw)
-	p.log.highWatermark.Store(hw)
 	p.replicated.Store(true)
 	p.signalLocked()
 	p.mu.Unlock()
@@ -267,7 +264,6 @@ func (p *Partition) advanceHighWatermarkLocked() bool {
 		return false
 	}
 	p.hw.Store(hw)
-	p.log.highWatermark.Store(hw)
 	return true
 }
 

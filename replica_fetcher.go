@@ -356,7 +356,6 @@ func (p *Partition) followHighWatermark(epoch int32, leaderHW int64) {
 	moved := hw > p.hw.Load()
 	if moved {
 		p.hw.Store(hw)
-		p.log.highWatermark.Store(hw)
 		p.signalLocked()
 	}
 	p.mu.Unlock()

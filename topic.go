@@ -36,12 +36,12 @@ func openTopic(s *Store, name string, cfg TopicConfig) (*Topic, error) {
 	p := KeyHashPartitioner()
 	t.partitioner.Store(&p)
 	for i := range cfg.Partitions {
-		l, err := openLog(filepath.Join(s.dir, partitionDirName(name, i)), cfg.LogConfig, s.o, false)
+		p, err := openPartition(name, i, filepath.Join(s.dir, partitionDirName(name, i)), cfg.LogConfig, s.o, t.broadcast)
 		if err != nil {
 			t.close()
 			return nil, fmt.Errorf("commitlog: topic %s partition %d: %w", name, i, err)
 		}
-		t.partitions = append(t.partitions, newPartition(name, i, l, t.broadcast))
+		t.partitions = append(t.partitions, p)
 	}
 	t.cfg.LogConfig = t.cfg.LogConfig.withDefaults(s.o.sync)
 	return t, nil
