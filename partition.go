@@ -57,6 +57,8 @@ type Partition struct {
 	closed    bool
 	stopCheck chan struct{}   // stops the ISR check of a leader with followers
 	fetcher   *ReplicaFetcher // the running fetch loop of a follower, or nil
+
+	replica Replica // the replication API, Replica()
 }
 
 // newPartition wraps partition id's log. A partition whose replication state start says it was
@@ -67,6 +69,7 @@ type Partition struct {
 func newPartition(topic string, id int32, l *Log, onChange func(), start, saved replicationState) *Partition {
 	p := &Partition{topicName: topic, id: id, log: l, onChange: onChange, epoch: max(l.latestEpoch(), start.leaderEpoch, 0),
 		ckptSaved: saved}
+	p.replica.p = p
 	if start.replicated {
 		p.replicated.Store(true)
 		p.follower, p.roleGiven = true, true
@@ -176,7 +179,8 @@ func (p *Partition) awaitAcks(ctx context.Context, acks Acks, next int64) error 
 // Follow. A partition leading followers refuses it with ErrNotLeader (Kafka's
 // NOT_LEADER_OR_FOLLOWER): its log is the one the others copy. Errors as for
 // Log.AppendAsFollower.
-func (p *Partition) AppendAsFollower(ctx context.Context, batches []byte) (lastOffset int64, err error) {
+func (rep *Replica) AppendAsFollower(ctx context.Context, batches []byte) (lastOffset int64, err error) {
+	p := rep.p
 	p.roleMu.RLock()
 	p.mu.Lock()
 	leading, epoch := !p.follower && len(p.replicas) > 0, p.epoch

@@ -27,11 +27,11 @@ func TestReplicationCheckpointRoundTrip(t *testing.T) {
 		ctx := context.Background()
 		s, p := repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
 		require.NoError(t, p.AppendAcks(ctx, AcksLeader, repRecs("v", 0, 10)...))
-		require.NoError(t, p.BecomeLeader(LeaderConfig{Epoch: 4, Followers: []string{"b"}}))
+		require.NoError(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 4, Followers: []string{"b"}}))
 		require.Equal(t, "high-watermark 10\nleader-epoch 4\n", repReplicationFile(t, env),
 			"written before BecomeLeader returns")
 		require.NoError(t, p.AppendAcks(ctx, AcksLeader, repRecs("v", 10, 5)...))
-		_, err := p.Fetch(ctx, FetchRequest{ReplicaID: "b", LeaderEpoch: 4, Offset: 13})
+		_, err := p.Replica().Fetch(ctx, FetchRequest{ReplicaID: "b", LeaderEpoch: 4, Offset: 13})
 		require.NoError(t, err)
 		require.Equal(t, int64(13), p.HighWatermark())
 		require.NoError(t, s.Close())
@@ -41,18 +41,18 @@ func TestReplicationCheckpointRoundTrip(t *testing.T) {
 			"the log's state holds no replication lines")
 
 		s, p = repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
-		require.False(t, p.IsLeader())
+		require.False(t, p.Replica().IsLeader())
 		require.Equal(t, int64(13), p.HighWatermark())
-		require.Equal(t, int32(4), p.LeaderEpoch())
-		require.ErrorIs(t, p.BecomeLeader(LeaderConfig{Epoch: 3}), ErrFencedLeaderEpoch)
-		require.NoError(t, p.BecomeLeader(LeaderConfig{Epoch: 5}))
+		require.Equal(t, int32(4), p.Replica().LeaderEpoch())
+		require.ErrorIs(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 3}), ErrFencedLeaderEpoch)
+		require.NoError(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 5}))
 		require.Equal(t, "high-watermark -1\nleader-epoch 0\n", repReplicationFile(t, env))
 		require.NoError(t, s.Close())
 
 		_, p = repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
-		require.True(t, p.IsLeader(), "a partition without followers reopens as a leader")
+		require.True(t, p.Replica().IsLeader(), "a partition without followers reopens as a leader")
 		require.Equal(t, int64(15), p.HighWatermark())
-		require.Equal(t, int32(5), p.LeaderEpoch())
+		require.Equal(t, int32(5), p.Replica().LeaderEpoch())
 	})
 }
 
@@ -65,7 +65,7 @@ func TestReplicationCheckpointFromOldStateFile(t *testing.T) {
 	forEachStore(t, func(t *testing.T, env *storeEnv) {
 		ctx := context.Background()
 		s, p := repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
-		require.NoError(t, p.BecomeLeader(LeaderConfig{Epoch: 2}))
+		require.NoError(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 2}))
 		require.NoError(t, p.AppendAcks(ctx, AcksLeader, repRecs("v", 0, 10)...))
 		require.NoError(t, s.Close())
 		dir := env.path(repTopic + "-0")
@@ -77,10 +77,10 @@ func TestReplicationCheckpointFromOldStateFile(t *testing.T) {
 
 		for range 2 {
 			s, p = repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
-			require.False(t, p.IsLeader())
+			require.False(t, p.Replica().IsLeader())
 			require.Equal(t, int64(7), p.HighWatermark())
 			require.Equal(t, int64(10), p.LogEndOffset())
-			require.Equal(t, int32(4), p.LeaderEpoch())
+			require.Equal(t, int32(4), p.Replica().LeaderEpoch())
 			require.ErrorIs(t, p.Append(ctx, repRecs("x", 0, 1)...), ErrNotLeader)
 			require.Equal(t, "high-watermark 7\nleader-epoch 4\n", repReplicationFile(t, env))
 			require.NoError(t, s.Close())
@@ -88,7 +88,7 @@ func TestReplicationCheckpointFromOldStateFile(t *testing.T) {
 				"the log's next state is without the old lines")
 		}
 		_, p = repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
-		require.ErrorIs(t, p.BecomeLeader(LeaderConfig{Epoch: 3}), ErrFencedLeaderEpoch)
+		require.ErrorIs(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 3}), ErrFencedLeaderEpoch)
 	})
 }
 

@@ -30,7 +30,8 @@ type replicaState struct {
 // ErrFencedLeaderEpoch when cfg.Epoch is older than the partition's epoch; ErrInvalidConfig for a
 // follower ID that is empty or repeated; ErrClosed after the store closed; an error wrapping
 // ErrSync when the epoch could not be recorded.
-func (p *Partition) BecomeLeader(cfg LeaderConfig) error {
+func (rep *Replica) BecomeLeader(cfg LeaderConfig) error {
+	p := rep.p
 	if cfg.LagTimeMax == 0 {
 		cfg.LagTimeMax = DefaultLagTimeMax
 	}
@@ -46,7 +47,7 @@ func (p *Partition) BecomeLeader(cfg LeaderConfig) error {
 	}
 	p.roleMu.Lock()
 	defer p.roleMu.Unlock()
-	if err := p.checkEpoch(cfg.Epoch); err != nil {
+	if err := rep.checkEpoch(cfg.Epoch); err != nil {
 		return err
 	}
 	if err := p.log.startLeaderEpoch(cfg.Epoch); err != nil {
@@ -88,10 +89,11 @@ func (p *Partition) BecomeLeader(cfg LeaderConfig) error {
 //
 // ErrFencedLeaderEpoch when epoch is older than the partition's; ErrClosed after the store
 // closed.
-func (p *Partition) BecomeFollower(epoch int32) error {
+func (rep *Replica) BecomeFollower(epoch int32) error {
+	p := rep.p
 	p.roleMu.Lock()
 	defer p.roleMu.Unlock()
-	if err := p.checkEpoch(epoch); err != nil {
+	if err := rep.checkEpoch(epoch); err != nil {
 		return err
 	}
 	p.mu.Lock()
@@ -111,7 +113,8 @@ func (p *Partition) BecomeFollower(epoch int32) error {
 
 // checkEpoch refuses a role change to an epoch older than the current one, and a closed
 // partition.
-func (p *Partition) checkEpoch(epoch int32) error {
+func (rep *Replica) checkEpoch(epoch int32) error {
+	p := rep.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -124,7 +127,8 @@ func (p *Partition) checkEpoch(epoch int32) error {
 }
 
 // LeaderEpoch returns the partition's leader epoch: the one it leads or follows in.
-func (p *Partition) LeaderEpoch() int32 {
+func (rep *Replica) LeaderEpoch() int32 {
+	p := rep.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.epoch
@@ -132,7 +136,8 @@ func (p *Partition) LeaderEpoch() int32 {
 
 // IsLeader reports whether the partition is a leader (with followers or on its own) rather than a
 // follower.
-func (p *Partition) IsLeader() bool {
+func (rep *Replica) IsLeader() bool {
+	p := rep.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return !p.follower
@@ -141,7 +146,8 @@ func (p *Partition) IsLeader() bool {
 // ISR returns the IDs of the followers in the in-sync replicas, in the order BecomeLeader gave
 // them; the leader itself, always in sync, is not listed. Empty on a follower. Followers that
 // have lagged past LagTimeMax are removed first.
-func (p *Partition) ISR() []string {
+func (rep *Replica) ISR() []string {
+	p := rep.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.checkISRLocked()
@@ -157,7 +163,8 @@ func (p *Partition) ISR() []string {
 // Replicas returns the leader's view of each follower, in the order BecomeLeader gave them;
 // empty on a follower. Followers that have lagged past LagTimeMax are removed from the ISR
 // first.
-func (p *Partition) Replicas() []ReplicaState {
+func (rep *Replica) Replicas() []ReplicaState {
+	p := rep.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.checkISRLocked()
@@ -327,7 +334,8 @@ func (p *Partition) stopISRCheckLocked() {
 // req.Offset on (up to MaxBytes, whole batches, not limited by the high watermark) are read.
 // When the follower is caught up and already knows the high watermark, Fetch waits up to
 // req.MaxWait for either to change. Errors as the Leader contract says.
-func (p *Partition) Fetch(ctx context.Context, req FetchRequest) (FetchResponse, error) {
+func (rep *Replica) Fetch(ctx context.Context, req FetchRequest) (FetchResponse, error) {
+	p := rep.p
 	maxBytes := req.MaxBytes
 	if maxBytes <= 0 {
 		maxBytes = 1 << 20
@@ -337,7 +345,7 @@ func (p *Partition) Fetch(ctx context.Context, req FetchRequest) (FetchResponse,
 	recorded := false
 	for {
 		p.mu.Lock()
-		r, err := p.fetchReplicaLocked(req)
+		r, err := rep.fetchReplicaLocked(req)
 		if err != nil {
 			p.mu.Unlock()
 			stopTimer(timer)
@@ -353,7 +361,7 @@ func (p *Partition) Fetch(ctx context.Context, req FetchRequest) (FetchResponse,
 		}
 		moved := false
 		if !recorded {
-			moved = p.recordFetchLocked(r, req.Offset, resp.LogEndOffset)
+			moved = rep.recordFetchLocked(r, req.Offset, resp.LogEndOffset)
 			recorded = true
 		}
 		resp.HighWatermark = p.hw.Load()
@@ -398,11 +406,12 @@ func stopTimer(t *time.Timer) {
 
 // fetchReplicaLocked checks a fetch against the role and epoch and returns the follower's state.
 // Callers hold mu.
-func (p *Partition) fetchReplicaLocked(req FetchRequest) (*replicaState, error) {
+func (rep *Replica) fetchReplicaLocked(req FetchRequest) (*replicaState, error) {
+	p := rep.p
 	if p.closed {
 		return nil, ErrClosed
 	}
-	if err := p.checkRequestEpochLocked(req.LeaderEpoch); err != nil {
+	if err := rep.checkRequestEpochLocked(req.LeaderEpoch); err != nil {
 		return nil, err
 	}
 	for _, r := range p.replicas {
@@ -415,7 +424,8 @@ func (p *Partition) fetchReplicaLocked(req FetchRequest) (*replicaState, error) 
 
 // checkRequestEpochLocked checks that the partition leads and that epoch, unless undefined, is
 // its own. Callers hold mu.
-func (p *Partition) checkRequestEpochLocked(epoch int32) error {
+func (rep *Replica) checkRequestEpochLocked(epoch int32) error {
+	p := rep.p
 	switch {
 	case p.follower:
 		return fmt.Errorf("%w: topic %s partition %d follows in epoch %d", ErrNotLeader, p.topicName, p.id, p.epoch)
@@ -431,7 +441,8 @@ func (p *Partition) checkRequestEpochLocked(epoch int32) error {
 // recordFetchLocked applies a fetch from offset to the follower's state, the ISR and the high
 // watermark (Kafka's updateFollowerFetchState and maybeExpandIsr), and reports whether the high
 // watermark moved. Callers hold mu.
-func (p *Partition) recordFetchLocked(r *replicaState, offset, leo int64) bool {
+func (rep *Replica) recordFetchLocked(r *replicaState, offset, leo int64) bool {
+	p := rep.p
 	now := p.log.now()
 	switch {
 	case offset >= leo:
@@ -464,7 +475,8 @@ func later(a, b time.Time) time.Time {
 // EpochEndOffset answers a follower's OffsetsForLeaderEpoch from this leader's log; Partition
 // implements Leader with it. See Leader.EpochEndOffset. ErrNotLeader on a follower, ErrClosed
 // after the store closed.
-func (p *Partition) EpochEndOffset(ctx context.Context, epoch int32) (EpochEndOffset, error) {
+func (rep *Replica) EpochEndOffset(ctx context.Context, epoch int32) (EpochEndOffset, error) {
+	p := rep.p
 	if err := ctx.Err(); err != nil {
 		return EpochEndOffset{}, err
 	}

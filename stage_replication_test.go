@@ -16,9 +16,9 @@ func TestStagedAcksAllWithFollower(t *testing.T) {
 		ctx := context.Background()
 		opts := []Option{WithClock(fixedClock), WithSync(SyncAlways), WithRetentionCheckInterval(-1)}
 		_, leader := repOpen(t, env, TopicConfig{}, opts...)
-		require.NoError(t, leader.BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"f1"}}))
+		require.NoError(t, leader.Replica().BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"f1"}}))
 		_, follower := repOpen(t, env.another(t), TopicConfig{}, opts...)
-		repFollow(t, follower, 1, newRepLink(leader, nil), "f1")
+		repFollow(t, follower, 1, newRepLink(leader.Replica(), nil), "f1")
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		acked := map[int64]string{}
