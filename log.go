@@ -73,8 +73,8 @@ type Log struct {
 	// it assigns offsets to; both change under appendMu and mu together, so either guards a read.
 	epochs      epochCache
 	leaderEpoch int32
-	// hooks are the owner's callbacks (see logHooks); nil until setHooks.
-	hooks atomic.Pointer[logHooks]
+	// owner holds the owner's callbacks and an earlier version's replication lines (logOwner).
+	owner logOwner
 
 	// retireMu guards retired: segments removed from the log whose files wait for their readers
 	// and their delete delay before they are deleted.
@@ -106,12 +106,9 @@ type Log struct {
 	dirDirty atomic.Bool
 	// flushMu serialises flushes of sealed segments: the flusher's, Sync's and Close's.
 	flushMu sync.Mutex
-	// stateMu serialises writes of the state file; lastState is the one last written, and legacy
-	// the replication lines written back with it until the partition holds them (see
-	// legacyReplication).
+	// stateMu serialises writes of the state file; lastState is the one last written.
 	stateMu   sync.Mutex
 	lastState logState
-	legacy    legacyReplication
 
 	// The flusher goroutine (see log_flush.go), under SyncNever and SyncInterval: flushWake
 	// (capacity 1) asks it to flush sealed segments; closing stopFlusher stops it and it closes
@@ -184,7 +181,7 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	// What the last run left, read before load rewrites it: where epochs may be missing from
 	// the epoch checkpoint, and the replication lines of an earlier version.
 	st, haveState := l.readState()
-	l.legacy = st.legacy // written back until the partition holds it (dropLegacyReplication)
+	l.owner.carry(st.legacy) // written back until the partition holds it
 	if err := l.load(); err != nil {
 		return nil, err
 	}

@@ -28,9 +28,9 @@ type logState struct {
 
 // legacyReplication is the partition's high watermark and the leader epoch of its last role, as
 // state files of earlier versions held them for a replicated partition ("high-watermark N" and
-// "leader-epoch N" after the log's own lines). The log decodes them and hands them to its
-// partition at open (openLog's second result), and writes them back with every state until the
-// partition holds them in its own checkpoint (see Log.dropLegacyReplication): a crash in between
+// "leader-epoch N" after the log's own lines). The log decodes them at open and returns them to
+// its partition (logOwner.legacyReplication), and writes them back with every state until the
+// partition holds them in its own checkpoint (logOwner.dropLegacyReplication): a crash in between
 // must not lose them.
 type legacyReplication struct {
 	present       bool  // the two lines were there
@@ -106,12 +106,12 @@ func (l *Log) writeState(st logState) error {
 // share the temporary file) and guards lastState, the state last written, failed or not: the
 // flusher's checkpoint of the recovery point keeps its log start offset.
 func (l *Log) writeStateLocked(st logState) error {
-	st.legacy = l.legacy
+	st.legacy = l.owner.legacyReplication()
 	l.lastState = st
 	if err := checkpoint.Write(l.fs, filepath.Join(l.dir, stateFileName), st.encode()); err != nil {
 		return err
 	}
-	return l.ownerCheckpointed()
+	return l.owner.checkpointed()
 }
 
 // saveState checkpoints the log's current state (not clean: the log is open), and with it its

@@ -76,7 +76,7 @@ func newPartition(topic string, id int32, l *Log, onChange func(), start, saved 
 		p.hw.Store(min(start.highWatermark, l.LogEndOffset()))
 		p.roleEpoch.Store(start.leaderEpoch)
 	}
-	l.setHooks(logHooks{checkpointed: p.saveCheckpoint, retentionLimit: p.retentionLimit})
+	l.owner.set(logHooks{checkpointed: p.saveCheckpoint, retentionLimit: p.retentionLimit})
 	return p
 }
 

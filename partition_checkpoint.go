@@ -82,7 +82,7 @@ func openPartition(topic string, id int32, dir string, cfg LogConfig, o options,
 	if err != nil {
 		return nil, err
 	}
-	legacy := l.legacyReplication()
+	legacy := l.owner.legacyReplication()
 	start := saved
 	if !ok && legacy.present {
 		start = replicationState{replicated: true, highWatermark: legacy.highWatermark, leaderEpoch: legacy.leaderEpoch}
@@ -93,7 +93,7 @@ func openPartition(topic string, id int32, dir string, cfg LogConfig, o options,
 			return nil, errors.Join(fmt.Errorf("commitlog: checkpoint replication state: %w", err), l.Close())
 		}
 	}
-	l.dropLegacyReplication()
+	l.owner.dropLegacyReplication()
 	return p, nil
 }
 
