@@ -69,9 +69,10 @@ type Log struct {
 	lastFsync   atomic.Int64
 	fsyncs      atomic.Int64 // group-commit fsyncs done, for the benchmarks' appends per fsync
 
-	// epochs is the leader-epoch cache, and leaderEpoch the epoch this log stamps on the batches
-	// it assigns offsets to; both change under appendMu and mu together, so either guards a read.
-	epochs      epochCache
+	// epochs is the leader-epoch cache with its file, and leaderEpoch the epoch this log stamps
+	// on the batches it assigns offsets to; both change under appendMu and mu together, so either
+	// guards a read.
+	epochs      leaderEpochFile
 	leaderEpoch int32
 	// owner holds the owner's callbacks and an earlier version's replication lines (logOwner).
 	owner logOwner
@@ -200,7 +201,7 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 		}
 	}
 	// A log no replication drives starts a new leader epoch after an unclean shutdown: its end
-	// may lie below what its readers saw (see startLocalEpochLocked).
+	// may lie below what its readers saw (see leaderEpochFile.startAbove).
 	if err := l.loadEpochs(epochsFrom, haveState && !st.clean && !replicated && !st.legacy.present); err != nil {
 		return nil, err
 	}

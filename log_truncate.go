@@ -25,7 +25,7 @@ import (
 func (l *Log) TruncateTo(offset int64) error { return l.truncateTo(offset, false) }
 
 // truncateTo is TruncateTo; with newEpoch, the truncation also starts a new local leader epoch at
-// the new log end offset (see startLocalEpochLocked), as Partition.TruncateTo asks for a
+// the new log end offset (see leaderEpochFile.startAbove), as Partition.TruncateTo asks for a
 // partition that no leader's epochs describe.
 func (l *Log) truncateTo(offset int64, newEpoch bool) error {
 	l.appendMu.Lock()
