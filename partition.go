@@ -11,8 +11,8 @@ import (
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
 
-// Partition is one partition of a topic: its log, its replication role (see replication.go) and
-// its high watermark, the offset below which records are readable. A partition that is not
+// Partition is one partition of a topic: its log, its replication role (Replica, its replication
+// API) and its high watermark, the offset below which records are readable. A partition that is not
 // replicated is its own leader with no followers, and its high watermark is its log end offset.
 // A Partition is safe for concurrent use.
 type Partition struct {

@@ -34,15 +34,21 @@ func TestReplicationCheckpointRoundTrip(t *testing.T) {
 		_, err := p.Replica().Fetch(ctx, FetchRequest{ReplicaID: "b", LeaderEpoch: 4, Offset: 13})
 		require.NoError(t, err)
 		require.Equal(t, int64(13), p.HighWatermark())
+		require.NoError(t, p.log.saveState()) // as a roll, a flush or a truncation checkpoints the log
+		require.Equal(t, "high-watermark 13\nleader-epoch 4\n", repReplicationFile(t, env),
+			"written with each of the log's checkpoints")
+		_, err = p.Replica().Fetch(ctx, FetchRequest{ReplicaID: "b", LeaderEpoch: 4, Offset: 15})
+		require.NoError(t, err)
+		require.Equal(t, int64(15), p.HighWatermark())
 		require.NoError(t, s.Close())
-		require.Equal(t, "high-watermark 13\nleader-epoch 4\n", repReplicationFile(t, env), "written at close")
+		require.Equal(t, "high-watermark 15\nleader-epoch 4\n", repReplicationFile(t, env), "written at close")
 		dir := env.path(repTopic + "-0")
 		require.Equal(t, logState{logStartOffset: 0, recoveryPoint: 15, clean: true}, readTestState(t, env.FS(), dir),
 			"the log's state holds no replication lines")
 
 		s, p = repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
 		require.False(t, p.Replica().IsLeader())
-		require.Equal(t, int64(13), p.HighWatermark())
+		require.Equal(t, int64(15), p.HighWatermark())
 		require.Equal(t, int32(4), p.Replica().LeaderEpoch())
 		require.ErrorIs(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 3}), ErrFencedLeaderEpoch)
 		require.NoError(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 5}))

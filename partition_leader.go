@@ -327,7 +327,7 @@ func (p *Partition) stopISRCheckLocked() {
 	}
 }
 
-// Fetch serves a follower's fetch; Partition implements Leader with it, and a network transport
+// Fetch serves a follower's fetch; Replica implements Leader with it, and a network transport
 // calls it on the leader's side. req.Offset is taken as the follower's log end offset: it updates
 // the follower's progress, the in-sync replicas (a follower that reaches the high watermark and
 // this leader's epoch start joins them) and the high watermark, before the batches from
@@ -472,7 +472,7 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// EpochEndOffset answers a follower's OffsetsForLeaderEpoch from this leader's log; Partition
+// EpochEndOffset answers a follower's OffsetsForLeaderEpoch from this leader's log; Replica
 // implements Leader with it. See Leader.EpochEndOffset. ErrNotLeader on a follower, ErrClosed
 // after the store closed.
 func (rep *Replica) EpochEndOffset(ctx context.Context, epoch int32) (EpochEndOffset, error) {
