@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -37,9 +38,9 @@ type epochEntry struct {
 	startOffset int64
 }
 
-// epochCache is Kafka's LeaderEpochFileCache: the epochs in increasing order, each with the
-// offset where it started, start offsets increasing too. A follower compares it with its
-// leader's to find where their logs diverge.
+// epochCache is the content of Kafka's LeaderEpochFileCache: the epochs in increasing order, each
+// with the offset where it started, start offsets increasing too. A follower compares it with its
+// leader's to find where their logs diverge. leaderEpochFile adds the file.
 type epochCache struct {
 	entries []epochEntry
 }
@@ -224,24 +225,16 @@ func first(lines []string) string {
 // headers. A missing file is an empty cache (a log that no leader stamped); an unreadable one is
 // logged and rebuilt from every batch's header, as Kafka rebuilds it. With newEpoch (a log no
 // replication drives, opened after an unclean shutdown) a new local epoch starts at the log end
-// offset, above every epoch the file held; see startLocalEpochLocked. Called once, by openLog.
+// offset, above every epoch the file held; see leaderEpochFile.startAbove. Called once, by openLog.
 func (l *Log) loadEpochs(scanFrom int64, newEpoch bool) error {
-	path := filepath.Join(l.dir, leaderEpochFileName)
-	b, err := readWholeFile(l.fs, path, 16<<20)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return fmt.Errorf("commitlog: read %s: %w", path, err)
-	default:
-		c, derr := decodeEpochCache(b)
-		if derr != nil {
-			l.logger.Warn("leader epoch checkpoint unreadable; rebuilding it from the batches", "file", path, "err", derr)
-			scanFrom = 0
-		} else {
-			l.epochs = c
-		}
+	l.epochs = leaderEpochFile{fs: l.fs, path: filepath.Join(l.dir, leaderEpochFileName), logger: l.logger}
+	rebuild, err := l.epochs.read()
+	if err != nil {
+		return err
 	}
-	l.fs.Remove(path + checkpoint.TempSuffix)
+	if rebuild {
+		scanFrom = 0
+	}
 	leo, start := l.active().nextOffset, l.logStartOffset
 	top, _ := l.epochs.latest() // before the cut: the highest epoch the last run recorded
 	// An entry starting exactly at the log end offset is an epoch begun with nothing appended
@@ -249,8 +242,7 @@ func (l *Log) loadEpochs(scanFrom int64, newEpoch bool) error {
 	// would be stamped with the epoch before it, and a reader positioned past the cut in that
 	// older epoch would find no divergence once the log is refilled. Entries past the log end
 	// offset lost their batches.
-	changed := l.epochs.truncateFromEnd(leo + 1)
-	changed = l.epochs.truncateFromStart(start) || changed
+	changed := l.epochs.trim(start, leo+1)
 	// Headers only: recovery has just checked these batches, and a whole segment written since
 	// the last flush (up to segment.bytes) is read again only for its 61-byte headers.
 	for off := max(scanFrom, start); off < leo; {
@@ -283,19 +275,10 @@ func (l *Log) loadEpochs(scanFrom int64, newEpoch bool) error {
 		if e, _ := l.epochs.latest(); e.epoch > top.epoch {
 			top = e
 		}
-		changed = l.startLocalEpochLocked(top.epoch, leo) || changed
+		changed = l.startLocalEpoch(top.epoch, leo) || changed
 	}
 	if changed {
-		return l.writeEpochs()
-	}
-	return nil
-}
-
-// writeEpochs checkpoints the epoch cache atomically. Callers hold appendMu (or are openLog).
-func (l *Log) writeEpochs() error {
-	path := filepath.Join(l.dir, leaderEpochFileName)
-	if err := checkpoint.WriteRaw(l.fs, path, l.epochs.encode()); err != nil {
-		return fmt.Errorf("commitlog: write %s: %w", path, err)
+		return l.epochs.write()
 	}
 	return nil
 }
@@ -358,7 +341,7 @@ func (l *Log) startLeaderEpoch(epoch int32) error {
 	}
 	l.mu.Unlock()
 	if changed {
-		if err := l.writeEpochs(); err != nil {
+		if err := l.epochs.write(); err != nil {
 			return l.fail(err)
 		}
 	}
@@ -372,33 +355,96 @@ func (l *Log) trimEpochs(start, end int64) error {
 }
 
 // trimEpochsAfterCut is trimEpochs for a log cut at end by a truncation; with newEpoch it also
-// starts a new local leader epoch at end (see startLocalEpochLocked). Callers hold appendMu.
+// starts a new local leader epoch at end (see leaderEpochFile.startAbove). Callers hold appendMu.
 func (l *Log) trimEpochsAfterCut(start, end int64, newEpoch bool) error {
 	l.mu.Lock()
-	top := l.highestEpochLocked()
-	changed := l.epochs.truncateFromEnd(end)
-	changed = l.epochs.truncateFromStart(start) || changed
+	latest, _ := l.epochs.latest()
+	top := max(latest.epoch, l.leaderEpoch) // the highest epoch the log stamped or holds a start of
+	changed := l.epochs.trim(start, end)
 	if newEpoch {
-		changed = l.startLocalEpochLocked(top, end) || changed
+		changed = l.startLocalEpoch(top, end) || changed
 	}
 	l.mu.Unlock()
 	if !changed {
 		return nil
 	}
-	return l.writeEpochs()
+	return l.epochs.write()
 }
 
-// highestEpochLocked returns the highest leader epoch the log has stamped or holds a start of.
-// Callers hold mu.
-func (l *Log) highestEpochLocked() int32 {
-	e, _ := l.epochs.latest()
-	return max(e.epoch, l.leaderEpoch)
+// startLocalEpoch starts a new leader epoch above top at offset, the log end offset, and makes it
+// the epoch stamped on the batches appended from now on (see leaderEpochFile.startAbove). It
+// reports whether the cache changed. Callers hold appendMu and mu, and checkpoint the cache.
+func (l *Log) startLocalEpoch(top int32, offset int64) bool {
+	next, changed := l.epochs.startAbove(top, offset)
+	if next != UndefinedEpoch {
+		l.leaderEpoch = next
+	}
+	return changed
 }
 
-// startLocalEpochLocked starts a new leader epoch, one above top (the highest the log ever had),
-// at offset, the log end offset, and makes it the epoch stamped on the batches appended from
-// now on. It reports whether the cache changed (false only when top is the largest epoch).
-// Callers hold appendMu and mu, and checkpoint the cache.
+// epochOf returns the leader epoch of the batch holding offset, by the epoch cache:
+// UndefinedEpoch when offset is outside [log start offset, log end offset) or the cache knows
+// no epoch starting at or below it.
+func (l *Log) epochOf(offset int64) int32 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if offset < l.logStartOffset || offset >= l.active().nextOffset {
+		return UndefinedEpoch
+	}
+	return l.epochs.epochAt(offset)
+}
+
+// leaderEpochFile is a log's leader epochs and their leader-epoch-checkpoint file: Kafka's
+// LeaderEpochFileCache, the cache (epochCache) with the file it is checkpointed to. The log
+// changes it under appendMu and mu together, so either guards a read, and writes the file under
+// appendMu.
+type leaderEpochFile struct {
+	epochCache
+	fs     fsys.FS
+	path   string
+	logger *slog.Logger
+}
+
+// read loads the cache from the file, and removes a temporary file a crash left. A missing file
+// is an empty cache (a log that no leader stamped); an unreadable one is logged, and rebuild says
+// that the caller must rebuild the cache from every batch's header, as Kafka rebuilds it.
+func (f *leaderEpochFile) read() (rebuild bool, err error) {
+	b, err := readWholeFile(f.fs, f.path, 16<<20)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return false, fmt.Errorf("commitlog: read %s: %w", f.path, err)
+	default:
+		c, derr := decodeEpochCache(b)
+		if derr != nil {
+			f.logger.Warn("leader epoch checkpoint unreadable; rebuilding it from the batches", "file", f.path, "err", derr)
+			rebuild = true
+		} else {
+			f.epochCache = c
+		}
+	}
+	f.fs.Remove(f.path + checkpoint.TempSuffix)
+	return rebuild, nil
+}
+
+// write checkpoints the cache atomically (temp file, fsync, rename, directory fsync).
+func (f *leaderEpochFile) write() error {
+	if err := checkpoint.WriteRaw(f.fs, f.path, f.encode()); err != nil {
+		return fmt.Errorf("commitlog: write %s: %w", f.path, err)
+	}
+	return nil
+}
+
+// trim drops the entries past a log end offset of end and moves the first to start no lower than
+// a log start offset of start, and reports whether that changed anything.
+func (f *leaderEpochFile) trim(start, end int64) bool {
+	changed := f.truncateFromEnd(end)
+	return f.truncateFromStart(start) || changed
+}
+
+// startAbove starts a new leader epoch, one above top (the highest the log ever had), at offset,
+// the log end offset, and returns it, UndefinedEpoch when top is the largest epoch, with whether
+// the cache changed.
 //
 // A log that no replication drives rewrites its history without a leader change: TruncateTo,
 // and a restart after an unclean shutdown whose log may end below what readers saw (a power
@@ -413,29 +459,22 @@ func (l *Log) highestEpochLocked() int32 {
 // the new epoch a refilled log would look, by its epochs, exactly like the old one. The new
 // epoch is above every epoch the log ever stamped, not only the surviving ones, so that a reader
 // that saw records of an epoch the cut removed cannot mistake the new epoch for it.
-func (l *Log) startLocalEpochLocked(top int32, offset int64) bool {
+func (f *leaderEpochFile) startAbove(top int32, offset int64) (int32, bool) {
 	if top == math.MaxInt32 {
-		l.logger.Warn("leader epoch at its largest value; no new epoch started for the truncation", "offset", offset)
-		return false
+		f.logger.Warn("leader epoch at its largest value; no new epoch started for the truncation", "offset", offset)
+		return UndefinedEpoch, false
 	}
 	next := max(top, UndefinedEpoch) + 1
-	l.leaderEpoch = next
-	changed := l.epochs.assign(next, offset)
-	l.logger.Info("new leader epoch after the log was cut", "leader_epoch", next, "start_offset", offset)
-	return changed
+	changed := f.assign(next, offset)
+	f.logger.Info("new leader epoch after the log was cut", "leader_epoch", next, "start_offset", offset)
+	return next, changed
 }
 
-// epochOf returns the leader epoch of the batch holding offset, by the epoch cache:
-// UndefinedEpoch when offset is outside [log start offset, log end offset) or the cache knows
-// no epoch starting at or below it.
-func (l *Log) epochOf(offset int64) int32 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if offset < l.logStartOffset || offset >= l.active().nextOffset {
-		return UndefinedEpoch
-	}
+// epochAt returns the epoch of the last entry starting at or below offset, UndefinedEpoch when
+// none does.
+func (f *leaderEpochFile) epochAt(offset int64) int32 {
 	epoch := UndefinedEpoch
-	for _, e := range l.epochs.entries {
+	for _, e := range f.entries {
 		if e.startOffset > offset {
 			break
 		}

@@ -17,30 +17,30 @@ func TestLeaderEpochCheckpointFile(t *testing.T) {
 	forEachStore(t, func(t *testing.T, env *storeEnv) {
 		ctx := context.Background()
 		s, p := repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
-		require.NoError(t, p.BecomeLeader(LeaderConfig{Epoch: 0}))
+		require.NoError(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 0}))
 		require.Equal(t, "0\n1\n0 0\n", repEpochFile(t, env))
 		require.NoError(t, p.Append(ctx, repRecs("v", 0, 10)...))
 		require.Equal(t, "0\n1\n0 0\n", repEpochFile(t, env))
 
-		require.NoError(t, p.BecomeLeader(LeaderConfig{Epoch: 1}))
+		require.NoError(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 1}))
 		require.Equal(t, "0\n2\n0 0\n1 10\n", repEpochFile(t, env), "the epoch is recorded before any append")
 		require.NoError(t, p.Append(ctx, repRecs("v", 10, 5)...))
-		require.NoError(t, p.BecomeLeader(LeaderConfig{Epoch: 1}))
+		require.NoError(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 1}))
 		require.Equal(t, "0\n2\n0 0\n1 10\n", repEpochFile(t, env))
 		epochs := []int32{}
 		for _, h := range batchHeaders(t, readAllPartitionBatches(t, p)) {
 			epochs = append(epochs, h.PartitionLeaderEpoch)
 		}
 		require.Equal(t, []int32{0, 1}, epochs)
-		require.Equal(t, int32(1), p.LeaderEpoch())
+		require.Equal(t, int32(1), p.Replica().LeaderEpoch())
 
-		require.ErrorIs(t, p.BecomeLeader(LeaderConfig{Epoch: 0}), ErrFencedLeaderEpoch)
-		require.ErrorIs(t, p.BecomeFollower(0), ErrFencedLeaderEpoch)
-		require.True(t, p.IsLeader())
+		require.ErrorIs(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 0}), ErrFencedLeaderEpoch)
+		require.ErrorIs(t, p.Replica().BecomeFollower(0), ErrFencedLeaderEpoch)
+		require.True(t, p.Replica().IsLeader())
 
 		// A leader that skips epochs without writing in them keeps only the latest start there.
-		require.NoError(t, p.BecomeLeader(LeaderConfig{Epoch: 4}))
-		require.NoError(t, p.BecomeLeader(LeaderConfig{Epoch: 6}))
+		require.NoError(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 4}))
+		require.NoError(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 6}))
 		require.Equal(t, "0\n3\n0 0\n1 10\n6 15\n", repEpochFile(t, env))
 		require.NoError(t, p.Append(ctx, repRecs("w", 15, 2)...))
 		require.Equal(t, "0\n3\n0 0\n1 10\n6 15\n", repEpochFile(t, env))
@@ -57,7 +57,7 @@ func TestLeaderEpochCheckpointFile(t *testing.T) {
 		require.NoError(t, s.Close())
 		_, p2 := repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
 		require.Equal(t, "0\n1\n0 0\n", repEpochFile(t, env))
-		require.True(t, p2.IsLeader(), "a partition without followers reopens as a leader")
+		require.True(t, p2.Replica().IsLeader(), "a partition without followers reopens as a leader")
 		require.Equal(t, int64(10), p2.HighWatermark())
 	})
 }
@@ -207,13 +207,13 @@ func FuzzEpochCheckpoint(f *testing.F) {
 func TestReplicationEpochSurvivesRestart(t *testing.T) {
 	forEachStore(t, func(t *testing.T, env *storeEnv) {
 		s, p := repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
-		require.NoError(t, p.BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"b"}}))
-		require.NoError(t, p.BecomeFollower(7))
+		require.NoError(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"b"}}))
+		require.NoError(t, p.Replica().BecomeFollower(7))
 		require.NoError(t, s.Close())
 		_, p = repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
-		require.Equal(t, int32(7), p.LeaderEpoch())
-		require.ErrorIs(t, p.BecomeLeader(LeaderConfig{Epoch: 5}), ErrFencedLeaderEpoch)
-		require.NoError(t, p.BecomeLeader(LeaderConfig{Epoch: 8}))
+		require.Equal(t, int32(7), p.Replica().LeaderEpoch())
+		require.ErrorIs(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 5}), ErrFencedLeaderEpoch)
+		require.NoError(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 8}))
 	})
 }
 
@@ -229,8 +229,8 @@ func TestReplicationFollowerDropsEpochItNeverWrote(t *testing.T) {
 		envF := envL.another(t)
 		_, pL := repOpen(t, envL, TopicConfig{}, repOptions(fixedClock)...)
 		sF, pF := repOpen(t, envF, TopicConfig{}, repOptions(fixedClock)...)
-		require.NoError(t, pL.BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"F"}}))
-		link := newRepLink(pL, nil)
+		require.NoError(t, pL.Replica().BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"F"}}))
+		link := newRepLink(pL.Replica(), nil)
 		fF := repFollow(t, pF, 1, link, "F")
 		require.NoError(t, pL.Append(ctx, repRecs("v", 0, 10)...))
 		require.Eventually(t, func() bool { return pF.HighWatermark() == 10 }, repWait, repTick)
@@ -240,10 +240,10 @@ func TestReplicationFollowerDropsEpochItNeverWrote(t *testing.T) {
 		require.NoError(t, fF.Close())
 		require.Equal(t, int64(10), pF.LogEndOffset())
 
-		require.NoError(t, pF.BecomeLeader(LeaderConfig{Epoch: 2, Followers: []string{"L"}}))
+		require.NoError(t, pF.Replica().BecomeLeader(LeaderConfig{Epoch: 2, Followers: []string{"L"}}))
 		require.Equal(t, "0\n2\n1 0\n2 10\n", repEpochFile(t, envF))
-		require.NoError(t, pL.BecomeLeader(LeaderConfig{Epoch: 3, Followers: []string{"F"}}))
-		repFollow(t, pF, 3, pL, "F")
+		require.NoError(t, pL.Replica().BecomeLeader(LeaderConfig{Epoch: 3, Followers: []string{"F"}}))
+		repFollow(t, pF, 3, pL.Replica(), "F")
 		require.NoError(t, pL.Append(ctx, repRecs("v", 15, 5)...))
 		require.Eventually(t, func() bool { return pF.HighWatermark() == 20 }, repWait, repTick)
 		require.Equal(t, "0\n2\n1 0\n3 15\n", repEpochFile(t, envL))

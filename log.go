@@ -56,15 +56,13 @@ type Log struct {
 	// gc is the group commit (log_stage.go): the fsyncs appends share, and their stage.
 	gc groupCommit
 
-	// epochs is the leader-epoch cache, and leaderEpoch the epoch this log stamps on the batches
-	// it assigns offsets to; both change under appendMu and mu together, so either guards a read.
-	epochs      epochCache
+	// epochs is the leader-epoch cache with its file, and leaderEpoch the epoch this log stamps
+	// on the batches it assigns offsets to; both change under appendMu and mu together, so either
+	// guards a read.
+	epochs      leaderEpochFile
 	leaderEpoch int32
-	// highWatermark is the partition's high watermark as last told by its Partition, saved in the
-	// state checkpoint; -1 for a log that no replication uses (see Partition).
-	highWatermark atomic.Int64
-	// roleEpoch is the leader epoch of the partition's last role, saved with the high watermark.
-	roleEpoch atomic.Int32
+	// owner holds the owner's callbacks and an earlier version's replication lines (logOwner).
+	owner logOwner
 
 	// retireMu guards retired: segments removed from the log whose files wait for their readers
 	// and their delete delay before they are deleted.
@@ -120,10 +118,12 @@ type Log struct {
 // it return ErrCorrupt.
 func OpenLog(dir string, cfg LogConfig, opts ...Option) (*Log, error) {
 	o := newOptions(opts)
-	return openLog(dir, cfg, o, true)
+	return openLog(dir, cfg, o, true, false)
 }
 
-func openLog(dir string, cfg LogConfig, o options, lock bool) (l *Log, err error) {
+// openLog opens the log in dir, as OpenLog does, locking dir when lock is set; replicated says
+// that the partition's own checkpoint says it is replicated (see openPartition).
+func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Log, err error) {
 	cfg, policy, err := cfg.resolve(o.sync)
 	if err != nil {
 		return nil, err
@@ -157,13 +157,9 @@ func openLog(dir string, cfg LogConfig, o options, lock bool) (l *Log, err error
 		}
 	}()
 	// What the last run left, read before load rewrites it: where epochs may be missing from
-	// the epoch checkpoint, and the high watermark.
+	// the epoch checkpoint, and the replication lines of an earlier version.
 	st, haveState := l.readState()
-	l.highWatermark.Store(-1)
-	if haveState && st.replicated {
-		l.highWatermark.Store(st.highWatermark)
-		l.roleEpoch.Store(st.leaderEpoch)
-	}
+	l.owner.carry(st.legacy) // written back until the partition holds it
 	if err := l.load(); err != nil {
 		return nil, err
 	}
@@ -182,8 +178,8 @@ func openLog(dir string, cfg LogConfig, o options, lock bool) (l *Log, err error
 		}
 	}
 	// A log no replication drives starts a new leader epoch after an unclean shutdown: its end
-	// may lie below what its readers saw (see startLocalEpochLocked).
-	if err := l.loadEpochs(epochsFrom, haveState && !st.clean && !st.replicated); err != nil {
+	// may lie below what its readers saw (see leaderEpochFile.startAbove).
+	if err := l.loadEpochs(epochsFrom, haveState && !st.clean && !replicated && !st.legacy.present); err != nil {
 		return nil, err
 	}
 	l.leaderEpoch = max(l.latestEpoch(), 0)

@@ -360,7 +360,7 @@ func (l *Log) publish(seg *segment, data []byte, batches []batchInfo, pos int64,
 	if newEpoch && !epochsOnDisk {
 		// Once per leader epoch: the first batch of an epoch is not acknowledged before the
 		// epoch's start is on disk, so a restarted follower can always find it.
-		if err := l.writeEpochs(); err != nil {
+		if err := l.epochs.write(); err != nil {
 			return l.fail(err)
 		}
 	}

@@ -593,7 +593,7 @@ func TestPartitionReadRecordHighWatermark(t *testing.T) {
 	forEachStore(t, func(t *testing.T, env *storeEnv) {
 		ctx := context.Background()
 		_, leader := repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
-		require.NoError(t, leader.BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"f1"}}))
+		require.NoError(t, leader.Replica().BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"f1"}}))
 		require.NoError(t, leader.AppendAcks(ctx, AcksLeader, workloadRecords(0, 10)...))
 		require.Equal(t, int64(10), leader.LogEndOffset())
 		require.Equal(t, int64(0), leader.HighWatermark())
@@ -603,7 +603,7 @@ func TestPartitionReadRecordHighWatermark(t *testing.T) {
 		require.Contains(t, err.Error(), "has records in [0, 0)")
 
 		_, follower := repOpen(t, env.another(t), TopicConfig{}, repOptions(fixedClock)...)
-		repFollow(t, follower, 1, newRepLink(leader, nil), "f1")
+		repFollow(t, follower, 1, newRepLink(leader.Replica(), nil), "f1")
 		require.Eventually(t, func() bool { return leader.HighWatermark() == 10 }, repWait, repTick)
 		for i := range 10 {
 			require.NoError(t, leader.ReadRecord(int64(i), &r))

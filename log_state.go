@@ -15,18 +15,27 @@ import (
 const stateFileName = "commitlog-state"
 
 // logState is what a log checkpoints about itself: where it starts, up to where its data is known
-// to be on disk, whether it was closed cleanly (then nothing needs scanning on open), and the
-// partition's high watermark when replication uses it (Kafka keeps that in the log directory's
-// replication-offset-checkpoint), with the epoch of its last role, so that a restarted replica
-// still refuses older epochs. Those two lines are written only for a replicated partition; a state file without it (every file written before replication existed) reads as
-// not replicated.
+// to be on disk, and whether it was closed cleanly (then nothing needs scanning on open).
 type logState struct {
 	logStartOffset int64
 	recoveryPoint  int64
 	clean          bool
-	replicated     bool  // highWatermark and leaderEpoch are set
-	highWatermark  int64 // when replicated
-	leaderEpoch    int32 // the epoch of the partition's last role, when replicated
+	// legacy is what a state file written before the partition kept its own replication
+	// checkpoint (partition_checkpoint.go) says about replication, in two more lines; zero for
+	// every other file.
+	legacy legacyReplication
+}
+
+// legacyReplication is the partition's high watermark and the leader epoch of its last role, as
+// state files of earlier versions held them for a replicated partition ("high-watermark N" and
+// "leader-epoch N" after the log's own lines). The log decodes them at open and returns them to
+// its partition (logOwner.legacyReplication), and writes them back with every state until the
+// partition holds them in its own checkpoint (logOwner.dropLegacyReplication): a crash in between
+// must not lose them.
+type legacyReplication struct {
+	present       bool  // the two lines were there
+	highWatermark int64 // when present
+	leaderEpoch   int32 // when present
 }
 
 const logStateFormat = "log-start-offset %d\nrecovery-point %d\nclean-shutdown %d\n"
@@ -37,8 +46,8 @@ func (st logState) encode() []byte {
 		c = 1
 	}
 	b := fmt.Appendf(nil, logStateFormat, st.logStartOffset, st.recoveryPoint, c)
-	if st.replicated {
-		b = fmt.Appendf(b, "high-watermark %d\nleader-epoch %d\n", st.highWatermark, st.leaderEpoch)
+	if st.legacy.present {
+		b = fmt.Appendf(b, "high-watermark %d\nleader-epoch %d\n", st.legacy.highWatermark, st.legacy.leaderEpoch)
 	}
 	return b
 }
@@ -49,16 +58,16 @@ func decodeLogState(b []byte) (logState, error) {
 	r := bytes.NewReader(b)
 	_, err := fmt.Fscanf(r, logStateFormat, &st.logStartOffset, &st.recoveryPoint, &c)
 	if err == nil && r.Len() > 0 {
-		st.replicated = true
-		_, err = fmt.Fscanf(r, "high-watermark %d\n", &st.highWatermark)
+		st.legacy.present = true
+		_, err = fmt.Fscanf(r, "high-watermark %d\n", &st.legacy.highWatermark)
 		if err == nil && r.Len() > 0 {
-			_, err = fmt.Fscanf(r, "leader-epoch %d\n", &st.leaderEpoch)
+			_, err = fmt.Fscanf(r, "leader-epoch %d\n", &st.legacy.leaderEpoch)
 		}
 		if err == nil && r.Len() > 0 {
 			err = fmt.Errorf("%d bytes after the last line", r.Len())
 		}
 	}
-	if err != nil || st.logStartOffset < 0 || st.recoveryPoint < 0 || (c != 0 && c != 1) || st.highWatermark < 0 || st.leaderEpoch < 0 {
+	if err != nil || st.logStartOffset < 0 || st.recoveryPoint < 0 || (c != 0 && c != 1) || st.legacy.highWatermark < 0 || st.legacy.leaderEpoch < 0 {
 		return logState{}, fmt.Errorf("%w: malformed log state %q", checkpoint.ErrCorrupt, b)
 	}
 	st.clean = c == 1
@@ -84,8 +93,9 @@ func (l *Log) readState() (logState, bool) {
 	return logState{}, false
 }
 
-// writeState checkpoints st atomically (temp file, fsync, rename, directory fsync).
-// The high watermark is the one last set, whatever st says.
+// writeState checkpoints st atomically (temp file, fsync, rename, directory fsync), then has the
+// log's owner checkpoint its own state (see logHooks.checkpointed). The legacy replication lines
+// are the ones carried since open, whatever st says.
 func (l *Log) writeState(st logState) error {
 	l.stateMu.Lock()
 	defer l.stateMu.Unlock()
@@ -96,15 +106,17 @@ func (l *Log) writeState(st logState) error {
 // share the temporary file) and guards lastState, the state last written, failed or not: the
 // flusher's checkpoint of the recovery point keeps its log start offset.
 func (l *Log) writeStateLocked(st logState) error {
-	hw := l.highWatermark.Load()
-	st.replicated, st.highWatermark, st.leaderEpoch = hw >= 0, max(hw, 0), max(l.roleEpoch.Load(), 0)
+	st.legacy = l.owner.legacyReplication()
 	l.lastState = st
-	return checkpoint.Write(l.fs, filepath.Join(l.dir, stateFileName), st.encode())
+	if err := checkpoint.Write(l.fs, filepath.Join(l.dir, stateFileName), st.encode()); err != nil {
+		return err
+	}
+	return l.owner.checkpointed()
 }
 
-// saveState checkpoints the log's current state (not clean: the log is open), after a change
-// that must survive a crash, such as the partition's high watermark starting or stopping to be
-// kept.
+// saveState checkpoints the log's current state (not clean: the log is open), and with it its
+// owner's, after a change of the owner's that must survive a crash, such as the partition's high
+// watermark starting or stopping to be kept.
 func (l *Log) saveState() error {
 	l.lockWriters()
 	defer l.appendMu.Unlock()

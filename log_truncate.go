@@ -25,7 +25,7 @@ import (
 func (l *Log) TruncateTo(offset int64) error { return l.truncateTo(offset, false) }
 
 // truncateTo is TruncateTo; with newEpoch, the truncation also starts a new local leader epoch at
-// the new log end offset (see startLocalEpochLocked), as Partition.TruncateTo asks for a
+// the new log end offset (see leaderEpochFile.startAbove), as Partition.TruncateTo asks for a
 // partition that no leader's epochs describe.
 func (l *Log) truncateTo(offset int64, newEpoch bool) error {
 	l.appendMu.Lock()
@@ -104,9 +104,6 @@ func (l *Log) truncateTo(offset int64, newEpoch bool) error {
 	if err := l.trimEpochsAfterCut(start, keep.nextOffset, newEpoch); err != nil {
 		return l.fail(err)
 	}
-	if hw := l.highWatermark.Load(); hw > keep.nextOffset {
-		l.highWatermark.Store(keep.nextOffset)
-	}
 	l.logger.Info("truncated", "offset", offset, "log_end_offset", keep.nextOffset)
 	return nil
 }
@@ -156,7 +153,6 @@ func (l *Log) truncateFullyAndStartAt(offset int64) error {
 	if err := l.trimEpochs(offset, offset); err != nil {
 		return l.fail(err)
 	}
-	l.highWatermark.Store(min(l.highWatermark.Load(), offset))
 	l.logger.Info("log started over", "log_start_offset", offset)
 	return nil
 }

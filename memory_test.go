@@ -322,7 +322,7 @@ func TestFileAndMemoryStoresStoreTheSameBytes(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, 3, int(last-first))
 			next := p1.LogEndOffset() + 10
-			_, err = p1.AppendAsFollower(ctx, encodeBatch(t, next, workloadRecords(600, 3)))
+			_, err = p1.Replica().AppendAsFollower(ctx, encodeBatch(t, next, workloadRecords(600, 3)))
 			require.NoError(t, err)
 			for p := range tp.PartitionCount() {
 				part := stMust(tp.Partition(p))

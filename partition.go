@@ -11,19 +11,29 @@ import (
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
 
-// Partition is one partition of a topic: its log, its replication role (see replication.go) and
-// its high watermark, the offset below which records are readable. A partition that is not
+// Partition is one partition of a topic: its log, its replication role (Replica, its replication
+// API) and its high watermark, the offset below which records are readable. A partition that is not
 // replicated is its own leader with no followers, and its high watermark is its log end offset.
 // A Partition is safe for concurrent use.
 type Partition struct {
-	topic *Topic
-	id    int32
-	log   *Log
+	topicName string
+	id        int32
+	log       *Log
+	// onChange tells the partition's owner (its Topic, which wakes its waiting readers) that the
+	// log end offset, the high watermark or the role changed; given at construction, so that the
+	// partition holds no pointer up.
+	onChange func()
 
 	// replicated is set while the partition has followers or is one; hw is then the high
 	// watermark, else the log end offset is.
 	replicated atomic.Bool
 	hw         atomic.Int64
+	// roleEpoch is the leader epoch of the partition's last role, checkpointed with the high
+	// watermark (see replicationState).
+	roleEpoch atomic.Int32
+	// ckptMu serialises writes of the replication checkpoint; ckptSaved is the state it holds.
+	ckptMu    sync.Mutex
+	ckptSaved replicationState
 
 	// roleMu is held shared by every write of the log under a role (appends as leader, a
 	// follower's copy of its leader's batches) and exclusively by role changes, so that no write
@@ -47,24 +57,31 @@ type Partition struct {
 	closed    bool
 	stopCheck chan struct{}   // stops the ISR check of a leader with followers
 	fetcher   *ReplicaFetcher // the running fetch loop of a follower, or nil
+
+	replica Replica // the replication API, Replica()
 }
 
-// newPartition wraps partition id's log. A log whose state holds a high watermark was replicated
-// when it last ran: it opens as a follower of no leader yet, readable up to that high watermark,
-// and takes no appends until BecomeLeader or BecomeFollower says its role (a restarted Kafka
-// broker waits for the controller likewise). Any other log opens as a leader on its own.
-func newPartition(t *Topic, id int32, l *Log) *Partition {
-	p := &Partition{topic: t, id: id, log: l, epoch: max(l.latestEpoch(), l.roleEpoch.Load(), 0)}
-	if hw := l.highWatermark.Load(); hw >= 0 {
+// newPartition wraps partition id's log. A partition whose replication state start says it was
+// replicated when it last ran opens as a follower of no leader yet, readable up to its high
+// watermark, and takes no appends until BecomeLeader or BecomeFollower says its role (a restarted
+// Kafka broker waits for the controller likewise). Any other opens as a leader on its own. saved
+// is the replication checkpoint as the partition's file holds it (see openPartition).
+func newPartition(topic string, id int32, l *Log, onChange func(), start, saved replicationState) *Partition {
+	p := &Partition{topicName: topic, id: id, log: l, onChange: onChange, epoch: max(l.latestEpoch(), start.leaderEpoch, 0),
+		ckptSaved: saved}
+	p.replica.p = p
+	if start.replicated {
 		p.replicated.Store(true)
 		p.follower, p.roleGiven = true, true
-		p.hw.Store(min(hw, l.LogEndOffset()))
+		p.hw.Store(min(start.highWatermark, l.LogEndOffset()))
+		p.roleEpoch.Store(start.leaderEpoch)
 	}
+	l.owner.set(logHooks{checkpointed: p.saveCheckpoint, retentionLimit: p.retentionLimit})
 	return p
 }
 
 // Topic returns the name of the partition's topic.
-func (p *Partition) Topic() string { return p.topic.name }
+func (p *Partition) Topic() string { return p.topicName }
 
 // ID returns the partition's number within its topic, from 0.
 func (p *Partition) ID() int32 { return p.id }
@@ -97,7 +114,7 @@ func (p *Partition) AppendAcks(ctx context.Context, acks Acks, recs ...*Record) 
 		return err
 	}
 	for _, r := range recs {
-		r.Topic, r.Partition = p.topic.name, p.id
+		r.Topic, r.Partition = p.topicName, p.id
 	}
 	var next int64
 	err := p.appendAsLeader(ctx, acks, func() (writeTicket, error) {
@@ -162,14 +179,15 @@ func (p *Partition) awaitAcks(ctx context.Context, acks Acks, next int64) error 
 // Follow. A partition leading followers refuses it with ErrNotLeader (Kafka's
 // NOT_LEADER_OR_FOLLOWER): its log is the one the others copy. Errors as for
 // Log.AppendAsFollower.
-func (p *Partition) AppendAsFollower(ctx context.Context, batches []byte) (lastOffset int64, err error) {
+func (rep *Replica) AppendAsFollower(ctx context.Context, batches []byte) (lastOffset int64, err error) {
+	p := rep.p
 	p.roleMu.RLock()
 	p.mu.Lock()
 	leading, epoch := !p.follower && len(p.replicas) > 0, p.epoch
 	p.mu.Unlock()
 	if leading {
 		p.roleMu.RUnlock()
-		return 0, fmt.Errorf("%w: topic %s partition %d leads epoch %d; it copies no other log", ErrNotLeader, p.topic.name, p.id, epoch)
+		return 0, fmt.Errorf("%w: topic %s partition %d leads epoch %d; it copies no other log", ErrNotLeader, p.topicName, p.id, epoch)
 	}
 	last, err := p.log.AppendAsFollower(ctx, batches)
 	p.roleMu.RUnlock()
@@ -222,7 +240,7 @@ func (p *Partition) ReadRecords(offset int64, maxBytes int) ([]*Record, error) {
 	}
 	recs, err := decodeChecked(nil, b, offset, p.log.cfg.readDecompressLimit(), maxBytes)
 	for _, r := range recs {
-		r.Topic, r.Partition = p.topic.name, p.id
+		r.Topic, r.Partition = p.topicName, p.id
 	}
 	return recs, err
 }
@@ -239,7 +257,7 @@ func (p *Partition) ReadRecord(offset int64, r *Record) error {
 	if err := p.log.readRecord(offset, hw, r); err != nil {
 		return err
 	}
-	r.Topic, r.Partition = p.topic.name, p.id
+	r.Topic, r.Partition = p.topicName, p.id
 	return nil
 }
 
@@ -250,7 +268,7 @@ func (p *Partition) Scan(from int64) iter.Seq2[*Record, error] {
 	return func(yield func(*Record, error) bool) {
 		p.log.scan(from, p.HighWatermark(), func(r *Record, err error) bool {
 			if r != nil {
-				r.Topic, r.Partition = p.topic.name, p.id
+				r.Topic, r.Partition = p.topicName, p.id
 			}
 			return yield(r, err)
 		})
@@ -306,7 +324,7 @@ func (p *Partition) TruncateTo(offset int64) error {
 	p.mu.Unlock()
 	if leading {
 		p.roleMu.RUnlock()
-		return fmt.Errorf("%w: topic %s partition %d leads epoch %d with followers; a leader does not truncate", ErrNotLeader, p.topic.name, p.id, epoch)
+		return fmt.Errorf("%w: topic %s partition %d leads epoch %d with followers; a leader does not truncate", ErrNotLeader, p.topicName, p.id, epoch)
 	}
 	err := p.log.truncateTo(offset, local)
 	if local {
@@ -326,7 +344,7 @@ func (p *Partition) logCut() {
 	p.clampHighWatermarkLocked()
 	p.signalLocked()
 	p.mu.Unlock()
-	p.topic.broadcast()
+	p.onChange()
 }
 
 // Sync flushes the partition's appends to stable storage; see Log.Sync.
@@ -347,7 +365,7 @@ func (p *Partition) appended() {
 	p.advanceHighWatermarkLocked() // nothing to move unless the partition leads followers
 	p.signalLocked()
 	p.mu.Unlock()
-	p.topic.broadcast()
+	p.onChange()
 }
 
 // waitChan returns a channel closed at the next change of the log end offset, high watermark or
@@ -374,7 +392,6 @@ func (p *Partition) signalLocked() {
 func (p *Partition) clampHighWatermarkLocked() {
 	if leo := p.log.LogEndOffset(); p.replicated.Load() && p.hw.Load() > leo {
 		p.hw.Store(leo)
-		p.log.highWatermark.Store(leo)
 	}
 }
 

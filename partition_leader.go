@@ -30,7 +30,8 @@ type replicaState struct {
 // ErrFencedLeaderEpoch when cfg.Epoch is older than the partition's epoch; ErrInvalidConfig for a
 // follower ID that is empty or repeated; ErrClosed after the store closed; an error wrapping
 // ErrSync when the epoch could not be recorded.
-func (p *Partition) BecomeLeader(cfg LeaderConfig) error {
+func (rep *Replica) BecomeLeader(cfg LeaderConfig) error {
+	p := rep.p
 	if cfg.LagTimeMax == 0 {
 		cfg.LagTimeMax = DefaultLagTimeMax
 	}
@@ -46,7 +47,7 @@ func (p *Partition) BecomeLeader(cfg LeaderConfig) error {
 	}
 	p.roleMu.Lock()
 	defer p.roleMu.Unlock()
-	if err := p.checkEpoch(cfg.Epoch); err != nil {
+	if err := rep.checkEpoch(cfg.Epoch); err != nil {
 		return err
 	}
 	if err := p.log.startLeaderEpoch(cfg.Epoch); err != nil {
@@ -58,7 +59,7 @@ func (p *Partition) BecomeLeader(cfg LeaderConfig) error {
 	hw := p.HighWatermark()
 	p.follower, p.epoch, p.epochStart, p.lagTimeMax = false, cfg.Epoch, leo, cfg.LagTimeMax
 	p.roleGiven = true
-	p.log.roleEpoch.Store(cfg.Epoch)
+	p.roleEpoch.Store(cfg.Epoch)
 	p.replicas = p.replicas[:0]
 	for _, id := range cfg.Followers {
 		p.replicas = append(p.replicas, &replicaState{id: id, leo: -1, lastCaughtUp: now, inSync: true,
@@ -67,17 +68,15 @@ func (p *Partition) BecomeLeader(cfg LeaderConfig) error {
 	p.stopISRCheckLocked()
 	if len(p.replicas) == 0 {
 		p.replicated.Store(false)
-		p.log.highWatermark.Store(-1)
 	} else {
 		p.hw.Store(hw)
-		p.log.highWatermark.Store(hw)
 		p.replicated.Store(true)
 		p.startISRCheckLocked()
 	}
 	p.signalLocked()
 	p.mu.Unlock()
-	p.topic.broadcast()
-	p.log.logger.Info("became leader", "topic", p.topic.name, "partition", p.id, "leader_epoch", cfg.Epoch,
+	p.onChange()
+	p.log.logger.Info("became leader", "topic", p.topicName, "partition", p.id, "leader_epoch", cfg.Epoch,
 		"followers", cfg.Followers, "log_end_offset", leo, "high_watermark", hw)
 	return p.log.saveState()
 }
@@ -90,44 +89,46 @@ func (p *Partition) BecomeLeader(cfg LeaderConfig) error {
 //
 // ErrFencedLeaderEpoch when epoch is older than the partition's; ErrClosed after the store
 // closed.
-func (p *Partition) BecomeFollower(epoch int32) error {
+func (rep *Replica) BecomeFollower(epoch int32) error {
+	p := rep.p
 	p.roleMu.Lock()
 	defer p.roleMu.Unlock()
-	if err := p.checkEpoch(epoch); err != nil {
+	if err := rep.checkEpoch(epoch); err != nil {
 		return err
 	}
 	p.mu.Lock()
 	hw := p.HighWatermark()
 	p.follower, p.epoch, p.roleGiven = true, epoch, true
-	p.log.roleEpoch.Store(epoch)
+	p.roleEpoch.Store(epoch)
 	p.replicas = nil
 	p.stopISRCheckLocked()
 	p.hw.Store(hw)
-	p.log.highWatermark.Store(hw)
 	p.replicated.Store(true)
 	p.signalLocked()
 	p.mu.Unlock()
-	p.log.logger.Info("became follower", "topic", p.topic.name, "partition", p.id, "leader_epoch", epoch,
+	p.log.logger.Info("became follower", "topic", p.topicName, "partition", p.id, "leader_epoch", epoch,
 		"high_watermark", hw)
 	return p.log.saveState()
 }
 
 // checkEpoch refuses a role change to an epoch older than the current one, and a closed
 // partition.
-func (p *Partition) checkEpoch(epoch int32) error {
+func (rep *Replica) checkEpoch(epoch int32) error {
+	p := rep.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return ErrClosed
 	}
 	if epoch < p.epoch {
-		return fmt.Errorf("%w: epoch %d is older than topic %s partition %d's epoch %d", ErrFencedLeaderEpoch, epoch, p.topic.name, p.id, p.epoch)
+		return fmt.Errorf("%w: epoch %d is older than topic %s partition %d's epoch %d", ErrFencedLeaderEpoch, epoch, p.topicName, p.id, p.epoch)
 	}
 	return nil
 }
 
 // LeaderEpoch returns the partition's leader epoch: the one it leads or follows in.
-func (p *Partition) LeaderEpoch() int32 {
+func (rep *Replica) LeaderEpoch() int32 {
+	p := rep.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.epoch
@@ -135,7 +136,8 @@ func (p *Partition) LeaderEpoch() int32 {
 
 // IsLeader reports whether the partition is a leader (with followers or on its own) rather than a
 // follower.
-func (p *Partition) IsLeader() bool {
+func (rep *Replica) IsLeader() bool {
+	p := rep.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return !p.follower
@@ -144,7 +146,8 @@ func (p *Partition) IsLeader() bool {
 // ISR returns the IDs of the followers in the in-sync replicas, in the order BecomeLeader gave
 // them; the leader itself, always in sync, is not listed. Empty on a follower. Followers that
 // have lagged past LagTimeMax are removed first.
-func (p *Partition) ISR() []string {
+func (rep *Replica) ISR() []string {
+	p := rep.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.checkISRLocked()
@@ -160,7 +163,8 @@ func (p *Partition) ISR() []string {
 // Replicas returns the leader's view of each follower, in the order BecomeLeader gave them;
 // empty on a follower. Followers that have lagged past LagTimeMax are removed from the ISR
 // first.
-func (p *Partition) Replicas() []ReplicaState {
+func (rep *Replica) Replicas() []ReplicaState {
+	p := rep.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.checkISRLocked()
@@ -182,7 +186,7 @@ func (p *Partition) checkLeader(acks Acks) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.follower {
-		return fmt.Errorf("%w: topic %s partition %d follows in epoch %d", ErrNotLeader, p.topic.name, p.id, p.epoch)
+		return fmt.Errorf("%w: topic %s partition %d follows in epoch %d", ErrNotLeader, p.topicName, p.id, p.epoch)
 	}
 	if acks != AcksAll {
 		return nil
@@ -196,7 +200,7 @@ func (p *Partition) checkLeader(acks Acks) error {
 	}
 	if minISR := p.log.cfg.MinInsyncReplicas; isr < minISR {
 		return fmt.Errorf("%w: topic %s partition %d has %d in-sync replicas, min.insync.replicas is %d",
-			ErrNotEnoughReplicas, p.topic.name, p.id, isr, minISR)
+			ErrNotEnoughReplicas, p.topicName, p.id, isr, minISR)
 	}
 	return nil
 }
@@ -220,7 +224,7 @@ func (p *Partition) awaitHighWatermark(ctx context.Context, next int64) error {
 		}
 		if follower {
 			return fmt.Errorf("%w: topic %s partition %d became a follower (epoch %d) before offset %d was committed",
-				ErrNotLeader, p.topic.name, p.id, epoch, next-1)
+				ErrNotLeader, p.topicName, p.id, epoch, next-1)
 		}
 		select {
 		case <-ch:
@@ -246,7 +250,7 @@ func (p *Partition) checkInsyncAfterAppend(next int64) error {
 	}
 	if minISR := p.log.cfg.MinInsyncReplicas; isr < minISR {
 		return fmt.Errorf("%w: after the append: offsets below %d are committed with %d in-sync replicas of topic %s partition %d, min.insync.replicas is %d",
-			ErrNotEnoughReplicas, next, isr, p.topic.name, p.id, minISR)
+			ErrNotEnoughReplicas, next, isr, p.topicName, p.id, minISR)
 	}
 	return nil
 }
@@ -267,7 +271,6 @@ func (p *Partition) advanceHighWatermarkLocked() bool {
 		return false
 	}
 	p.hw.Store(hw)
-	p.log.highWatermark.Store(hw)
 	return true
 }
 
@@ -283,13 +286,13 @@ func (p *Partition) checkISRLocked() {
 		if r.inSync && now.Sub(r.lastCaughtUp) > p.lagTimeMax {
 			r.inSync = false
 			shrunk = true
-			p.log.logger.Warn("follower left the in-sync replicas", "topic", p.topic.name, "partition", p.id,
+			p.log.logger.Warn("follower left the in-sync replicas", "topic", p.topicName, "partition", p.id,
 				"replica", r.id, "log_end_offset", r.leo, "last_caught_up", r.lastCaughtUp, "lag_time_max", p.lagTimeMax)
 		}
 	}
 	if shrunk && p.advanceHighWatermarkLocked() {
 		p.signalLocked()
-		p.topic.broadcast()
+		p.onChange()
 	}
 }
 
@@ -324,14 +327,15 @@ func (p *Partition) stopISRCheckLocked() {
 	}
 }
 
-// Fetch serves a follower's fetch; Partition implements Leader with it, and a network transport
+// Fetch serves a follower's fetch; Replica implements Leader with it, and a network transport
 // calls it on the leader's side. req.Offset is taken as the follower's log end offset: it updates
 // the follower's progress, the in-sync replicas (a follower that reaches the high watermark and
 // this leader's epoch start joins them) and the high watermark, before the batches from
 // req.Offset on (up to MaxBytes, whole batches, not limited by the high watermark) are read.
 // When the follower is caught up and already knows the high watermark, Fetch waits up to
 // req.MaxWait for either to change. Errors as the Leader contract says.
-func (p *Partition) Fetch(ctx context.Context, req FetchRequest) (FetchResponse, error) {
+func (rep *Replica) Fetch(ctx context.Context, req FetchRequest) (FetchResponse, error) {
+	p := rep.p
 	maxBytes := req.MaxBytes
 	if maxBytes <= 0 {
 		maxBytes = 1 << 20
@@ -341,7 +345,7 @@ func (p *Partition) Fetch(ctx context.Context, req FetchRequest) (FetchResponse,
 	recorded := false
 	for {
 		p.mu.Lock()
-		r, err := p.fetchReplicaLocked(req)
+		r, err := rep.fetchReplicaLocked(req)
 		if err != nil {
 			p.mu.Unlock()
 			stopTimer(timer)
@@ -353,11 +357,11 @@ func (p *Partition) Fetch(ctx context.Context, req FetchRequest) (FetchResponse,
 			p.mu.Unlock()
 			stopTimer(timer)
 			return resp, fmt.Errorf("%w: replica %s fetches offset %d; topic %s partition %d holds [%d, %d)",
-				ErrOffsetOutOfRange, req.ReplicaID, req.Offset, p.topic.name, p.id, resp.LogStartOffset, resp.LogEndOffset)
+				ErrOffsetOutOfRange, req.ReplicaID, req.Offset, p.topicName, p.id, resp.LogStartOffset, resp.LogEndOffset)
 		}
 		moved := false
 		if !recorded {
-			moved = p.recordFetchLocked(r, req.Offset, resp.LogEndOffset)
+			moved = rep.recordFetchLocked(r, req.Offset, resp.LogEndOffset)
 			recorded = true
 		}
 		resp.HighWatermark = p.hw.Load()
@@ -372,7 +376,7 @@ func (p *Partition) Fetch(ctx context.Context, req FetchRequest) (FetchResponse,
 		}
 		p.mu.Unlock()
 		if moved {
-			p.topic.broadcast()
+			p.onChange()
 		}
 		if wait == nil {
 			stopTimer(timer)
@@ -402,11 +406,12 @@ func stopTimer(t *time.Timer) {
 
 // fetchReplicaLocked checks a fetch against the role and epoch and returns the follower's state.
 // Callers hold mu.
-func (p *Partition) fetchReplicaLocked(req FetchRequest) (*replicaState, error) {
+func (rep *Replica) fetchReplicaLocked(req FetchRequest) (*replicaState, error) {
+	p := rep.p
 	if p.closed {
 		return nil, ErrClosed
 	}
-	if err := p.checkRequestEpochLocked(req.LeaderEpoch); err != nil {
+	if err := rep.checkRequestEpochLocked(req.LeaderEpoch); err != nil {
 		return nil, err
 	}
 	for _, r := range p.replicas {
@@ -414,28 +419,30 @@ func (p *Partition) fetchReplicaLocked(req FetchRequest) (*replicaState, error) 
 			return r, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: %q is not a follower of topic %s partition %d (epoch %d)", ErrReplicaNotAvailable, req.ReplicaID, p.topic.name, p.id, p.epoch)
+	return nil, fmt.Errorf("%w: %q is not a follower of topic %s partition %d (epoch %d)", ErrReplicaNotAvailable, req.ReplicaID, p.topicName, p.id, p.epoch)
 }
 
 // checkRequestEpochLocked checks that the partition leads and that epoch, unless undefined, is
 // its own. Callers hold mu.
-func (p *Partition) checkRequestEpochLocked(epoch int32) error {
+func (rep *Replica) checkRequestEpochLocked(epoch int32) error {
+	p := rep.p
 	switch {
 	case p.follower:
-		return fmt.Errorf("%w: topic %s partition %d follows in epoch %d", ErrNotLeader, p.topic.name, p.id, p.epoch)
+		return fmt.Errorf("%w: topic %s partition %d follows in epoch %d", ErrNotLeader, p.topicName, p.id, p.epoch)
 	case epoch == UndefinedEpoch || epoch == p.epoch:
 		return nil
 	case epoch < p.epoch:
-		return fmt.Errorf("%w: request epoch %d, topic %s partition %d leads epoch %d", ErrFencedLeaderEpoch, epoch, p.topic.name, p.id, p.epoch)
+		return fmt.Errorf("%w: request epoch %d, topic %s partition %d leads epoch %d", ErrFencedLeaderEpoch, epoch, p.topicName, p.id, p.epoch)
 	default:
-		return fmt.Errorf("%w: request epoch %d, topic %s partition %d leads epoch %d", ErrUnknownLeaderEpoch, epoch, p.topic.name, p.id, p.epoch)
+		return fmt.Errorf("%w: request epoch %d, topic %s partition %d leads epoch %d", ErrUnknownLeaderEpoch, epoch, p.topicName, p.id, p.epoch)
 	}
 }
 
 // recordFetchLocked applies a fetch from offset to the follower's state, the ISR and the high
 // watermark (Kafka's updateFollowerFetchState and maybeExpandIsr), and reports whether the high
 // watermark moved. Callers hold mu.
-func (p *Partition) recordFetchLocked(r *replicaState, offset, leo int64) bool {
+func (rep *Replica) recordFetchLocked(r *replicaState, offset, leo int64) bool {
+	p := rep.p
 	now := p.log.now()
 	switch {
 	case offset >= leo:
@@ -447,7 +454,7 @@ func (p *Partition) recordFetchLocked(r *replicaState, offset, leo int64) bool {
 	r.leo = offset
 	if !r.inSync && offset >= p.hw.Load() && offset >= p.epochStart {
 		r.inSync = true
-		p.log.logger.Info("follower joined the in-sync replicas", "topic", p.topic.name, "partition", p.id,
+		p.log.logger.Info("follower joined the in-sync replicas", "topic", p.topicName, "partition", p.id,
 			"replica", r.id, "log_end_offset", offset)
 	}
 	p.checkISRLocked()
@@ -465,10 +472,11 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// EpochEndOffset answers a follower's OffsetsForLeaderEpoch from this leader's log; Partition
+// EpochEndOffset answers a follower's OffsetsForLeaderEpoch from this leader's log; Replica
 // implements Leader with it. See Leader.EpochEndOffset. ErrNotLeader on a follower, ErrClosed
 // after the store closed.
-func (p *Partition) EpochEndOffset(ctx context.Context, epoch int32) (EpochEndOffset, error) {
+func (rep *Replica) EpochEndOffset(ctx context.Context, epoch int32) (EpochEndOffset, error) {
+	p := rep.p
 	if err := ctx.Err(); err != nil {
 		return EpochEndOffset{}, err
 	}
@@ -479,7 +487,7 @@ func (p *Partition) EpochEndOffset(ctx context.Context, epoch int32) (EpochEndOf
 		return EpochEndOffset{}, ErrClosed
 	}
 	if follower {
-		return EpochEndOffset{}, fmt.Errorf("%w: topic %s partition %d follows in epoch %d", ErrNotLeader, p.topic.name, p.id, cur)
+		return EpochEndOffset{}, fmt.Errorf("%w: topic %s partition %d follows in epoch %d", ErrNotLeader, p.topicName, p.id, cur)
 	}
 	e, end := p.log.endOffsetForEpoch(epoch)
 	return EpochEndOffset{LeaderEpoch: e, EndOffset: end}, nil

@@ -87,6 +87,9 @@ type ReaderConfig struct {
 type Reader struct {
 	topic *Topic
 	cfg   ReaderConfig
+	// positions is the store that keeps the committed positions and the names of live readers,
+	// as the topic was given it (see readerStore).
+	positions readerStore
 
 	mu     sync.Mutex
 	parts  []*readerPartition
@@ -146,7 +149,7 @@ func (t *Topic) NewReader(cfg ReaderConfig) (*Reader, error) {
 			ids = append(ids, i)
 		}
 	}
-	r := &Reader{topic: t, cfg: cfg, done: make(chan struct{}), moved: make(chan struct{})}
+	r := &Reader{topic: t, cfg: cfg, positions: t.positions, done: make(chan struct{}), moved: make(chan struct{})}
 	for _, id := range ids {
 		p, err := t.Partition(id)
 		if err != nil {
@@ -158,42 +161,25 @@ func (t *Topic) NewReader(cfg ReaderConfig) (*Reader, error) {
 		r.parts = append(r.parts, &readerPartition{p: p})
 	}
 
-	s := t.store
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed || t.isClosed() {
-		return nil, ErrClosed
-	}
-	committed := map[int32]committedPosition{}
-	if cfg.Name != "" {
-		if _, ok := s.readers[cfg.Name]; ok {
-			return nil, fmt.Errorf("%w: %q", ErrReaderExists, cfg.Name)
+	err := t.positions.openReader(cfg.Name, r, t, func(committed map[int32]committedPosition) error {
+		for _, rp := range r.parts {
+			rp.truncGen = rp.p.log.truncGen.Load()
+			if c, ok := committed[rp.p.id]; ok {
+				// Kafka's consumer validates a committed position that carries an epoch before
+				// it fetches from it (KIP-320); one without (an old file) is taken as it is.
+				rp.pos, rp.epoch, rp.validate = c.offset, c.leaderEpoch, c.leaderEpoch != UndefinedEpoch
+				continue
+			}
+			off, err := r.startOffset(rp.p)
+			if err != nil {
+				return err
+			}
+			rp.setPosition(off)
 		}
-		if err := s.checkReaderCaseCollision(cfg.Name); err != nil {
-			return nil, err
-		}
-		all, err := s.readCommitted(cfg.Name)
-		if err != nil {
-			return nil, err
-		}
-		committed = all[t.name]
-	}
-	for _, rp := range r.parts {
-		rp.truncGen = rp.p.log.truncGen.Load()
-		if c, ok := committed[rp.p.id]; ok {
-			// Kafka's consumer validates a committed position that carries an epoch before
-			// it fetches from it (KIP-320); one without (an old file) is taken as it is.
-			rp.pos, rp.epoch, rp.validate = c.offset, c.leaderEpoch, c.leaderEpoch != UndefinedEpoch
-			continue
-		}
-		off, err := r.startOffset(rp.p)
-		if err != nil {
-			return nil, err
-		}
-		rp.setPosition(off)
-	}
-	if cfg.Name != "" {
-		s.readers[cfg.Name] = r
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Name != "" && cfg.AutoCommitInterval > 0 {
 		r.wg.Go(r.autoCommit)
@@ -581,12 +567,7 @@ func (r *Reader) Close() error {
 		}
 	}
 	if r.cfg.Name != "" {
-		s := r.topic.store
-		s.mu.Lock()
-		if s.readers[r.cfg.Name] == r {
-			delete(s.readers, r.cfg.Name)
-		}
-		s.mu.Unlock()
+		r.positions.closeReader(r.cfg.Name, r)
 	}
 	return err
 }

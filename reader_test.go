@@ -160,7 +160,7 @@ func TestReaderSkipsControlBatches(t *testing.T) {
 
 				require.NoError(t, p0.Append(ctx, stRecs("a", "b", "c")...)) // 0, 1, 2
 				follow := func(batch []byte, wantLast int64) {
-					last, err := p0.AppendAsFollower(ctx, batch)
+					last, err := p0.Replica().AppendAsFollower(ctx, batch)
 					require.NoError(t, err)
 					require.Equal(t, wantLast, last)
 				}

@@ -60,7 +60,8 @@ type ReplicaFetcher struct {
 // A restarted follower resumes from its own log end offset. Errors from the leader are retried
 // after cfg.Backoff; see Err. ErrInvalidConfig without a ReplicaID or a leader, when the
 // partition leads, and while another fetch loop runs on it.
-func (p *Partition) Follow(leader Leader, cfg FollowerConfig) (*ReplicaFetcher, error) {
+func (rep *Replica) Follow(leader Leader, cfg FollowerConfig) (*ReplicaFetcher, error) {
+	p := rep.p
 	if cfg.ReplicaID == "" {
 		return nil, fmt.Errorf("%w: FollowerConfig.ReplicaID is empty", ErrInvalidConfig)
 	}
@@ -83,11 +84,11 @@ func (p *Partition) Follow(leader Leader, cfg FollowerConfig) (*ReplicaFetcher, 
 	case !p.follower:
 		p.mu.Unlock()
 		cancel()
-		return nil, fmt.Errorf("%w: topic %s partition %d is a leader; BecomeFollower first", ErrInvalidConfig, p.topic.name, p.id)
+		return nil, fmt.Errorf("%w: topic %s partition %d is a leader; BecomeFollower first", ErrInvalidConfig, p.topicName, p.id)
 	case p.fetcher != nil:
 		p.mu.Unlock()
 		cancel()
-		return nil, fmt.Errorf("%w: topic %s partition %d already follows; Close its fetcher first", ErrInvalidConfig, p.topic.name, p.id)
+		return nil, fmt.Errorf("%w: topic %s partition %d already follows; Close its fetcher first", ErrInvalidConfig, p.topicName, p.id)
 	}
 	p.fetcher = f
 	p.mu.Unlock()
@@ -120,7 +121,7 @@ func (f *ReplicaFetcher) setErr(err error) {
 	f.lastErr = err
 	f.mu.Unlock()
 	if err != nil && changed {
-		f.p.log.logger.Warn("replica fetch failed; retrying", "topic", f.p.topic.name, "partition", f.p.id,
+		f.p.log.logger.Warn("replica fetch failed; retrying", "topic", f.p.topicName, "partition", f.p.id,
 			"replica", f.cfg.ReplicaID, "err", err)
 	}
 }
@@ -140,9 +141,9 @@ func (f *ReplicaFetcher) run(ctx context.Context) {
 	}()
 	epoch, truncated := UndefinedEpoch, false
 	for ctx.Err() == nil {
-		cur, follower := p.followerEpoch()
+		cur, follower := f.followerEpoch()
 		if !follower {
-			f.setErr(fmt.Errorf("%w: topic %s partition %d leads; fetching stopped", ErrNotLeader, p.topic.name, p.id))
+			f.setErr(fmt.Errorf("%w: topic %s partition %d leads; fetching stopped", ErrNotLeader, p.topicName, p.id))
 			return
 		}
 		if cur != epoch {
@@ -162,20 +163,20 @@ func (f *ReplicaFetcher) run(ctx context.Context) {
 		resp, err := f.leader.Fetch(ctx, FetchRequest{ReplicaID: f.cfg.ReplicaID, LeaderEpoch: epoch, Offset: leo,
 			MaxBytes: f.cfg.MaxBytes, MaxWait: f.cfg.MaxWait})
 		if errors.Is(err, ErrOffsetOutOfRange) && leo < resp.LogStartOffset {
-			err = p.startOverAt(epoch, resp.LogStartOffset)
+			err = f.startOverAt(epoch, resp.LogStartOffset)
 		} else if errors.Is(err, ErrOffsetOutOfRange) {
 			truncated = false // past the leader's end: the logs differ
 		} else if err == nil && len(resp.Batches) > 0 {
-			err = p.appendFromLeader(ctx, epoch, leo, resp.Batches)
+			err = f.appendFromLeader(ctx, epoch, leo, resp.Batches)
 			if errors.Is(err, ErrOffsetOutOfOrder) {
 				truncated = false
 			}
 		}
 		if err == nil && resp.LogStartOffset > p.log.LogStartOffset() {
-			err = p.followLogStartOffset(epoch, resp.LogStartOffset)
+			err = f.followLogStartOffset(epoch, resp.LogStartOffset)
 		}
 		if err == nil {
-			p.followHighWatermark(epoch, resp.HighWatermark)
+			f.followHighWatermark(epoch, resp.HighWatermark)
 			f.setErr(nil)
 			continue
 		}
@@ -195,7 +196,7 @@ func (f *ReplicaFetcher) fatal(ctx context.Context, err error) bool {
 		return true
 	}
 	if werr := f.p.log.checkWritable(); werr != nil {
-		f.setErr(fmt.Errorf("follower log of topic %s partition %d: %w", f.p.topic.name, f.p.id, werr))
+		f.setErr(fmt.Errorf("follower log of topic %s partition %d: %w", f.p.topicName, f.p.id, werr))
 		return true
 	}
 	return false
@@ -226,7 +227,7 @@ func (f *ReplicaFetcher) truncate(ctx context.Context, epoch int32) error {
 		latest := p.log.latestEpoch()
 		leo := p.log.LogEndOffset()
 		if latest == UndefinedEpoch {
-			return p.truncateAsFollower(epoch, p.HighWatermark())
+			return f.truncateAsFollower(epoch, p.HighWatermark())
 		}
 		eo, err := f.leader.EpochEndOffset(ctx, latest)
 		if err != nil {
@@ -234,20 +235,20 @@ func (f *ReplicaFetcher) truncate(ctx context.Context, epoch int32) error {
 		}
 		switch {
 		case eo.EndOffset < 0:
-			return p.truncateAsFollower(epoch, p.HighWatermark())
+			return f.truncateAsFollower(epoch, p.HighWatermark())
 		case eo.LeaderEpoch == latest:
-			return p.truncateAsFollower(epoch, min(eo.EndOffset, leo))
+			return f.truncateAsFollower(epoch, min(eo.EndOffset, leo))
 		}
 		fe, fend := p.log.endOffsetForEpoch(eo.LeaderEpoch)
 		if fe == eo.LeaderEpoch || fe == UndefinedEpoch {
 			if fe == UndefinedEpoch {
 				fend = leo
 			}
-			return p.truncateAsFollower(epoch, min(eo.EndOffset, fend))
+			return f.truncateAsFollower(epoch, min(eo.EndOffset, fend))
 		}
 		// The follower never had the leader's epoch: drop back to the end of its own older
 		// epoch and compare again from there.
-		if err := p.truncateAsFollower(epoch, min(fend, leo)); err != nil {
+		if err := f.truncateAsFollower(epoch, min(fend, leo)); err != nil {
 			return err
 		}
 		if p.log.latestEpoch() >= latest {
@@ -257,7 +258,8 @@ func (f *ReplicaFetcher) truncate(ctx context.Context, epoch int32) error {
 }
 
 // followerEpoch returns the partition's epoch and whether it is a follower.
-func (p *Partition) followerEpoch() (int32, bool) {
+func (f *ReplicaFetcher) followerEpoch() (int32, bool) {
+	p := f.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.epoch, p.follower
@@ -265,7 +267,8 @@ func (p *Partition) followerEpoch() (int32, bool) {
 
 // lockFollower takes the role shared and checks that the partition still follows in epoch; the
 // caller releases roleMu when it returns nil.
-func (p *Partition) lockFollower(epoch int32) error {
+func (f *ReplicaFetcher) lockFollower(epoch int32) error {
+	p := f.p
 	p.roleMu.RLock()
 	p.mu.Lock()
 	ok := p.follower && p.epoch == epoch && !p.closed
@@ -279,8 +282,9 @@ func (p *Partition) lockFollower(epoch int32) error {
 
 // truncateAsFollower truncates the log to offset (nothing when offset is at or past its end), as
 // a follower in epoch, and keeps the high watermark within it.
-func (p *Partition) truncateAsFollower(epoch int32, offset int64) error {
-	if err := p.lockFollower(epoch); err != nil {
+func (f *ReplicaFetcher) truncateAsFollower(epoch int32, offset int64) error {
+	p := f.p
+	if err := f.lockFollower(epoch); err != nil {
 		return err
 	}
 	defer p.roleMu.RUnlock()
@@ -288,7 +292,7 @@ func (p *Partition) truncateAsFollower(epoch int32, offset int64) error {
 		return nil
 	}
 	offset = max(offset, p.log.LogStartOffset())
-	p.log.logger.Info("follower truncating to its leader's log", "topic", p.topic.name, "partition", p.id,
+	p.log.logger.Info("follower truncating to its leader's log", "topic", p.topicName, "partition", p.id,
 		"offset", offset, "log_end_offset", p.log.LogEndOffset(), "leader_epoch", epoch)
 	err := p.log.TruncateTo(offset)
 	p.logCut()
@@ -296,12 +300,13 @@ func (p *Partition) truncateAsFollower(epoch int32, offset int64) error {
 }
 
 // startOverAt empties the follower's log to start at offset, the leader's log start offset.
-func (p *Partition) startOverAt(epoch int32, offset int64) error {
-	if err := p.lockFollower(epoch); err != nil {
+func (f *ReplicaFetcher) startOverAt(epoch int32, offset int64) error {
+	p := f.p
+	if err := f.lockFollower(epoch); err != nil {
 		return err
 	}
 	defer p.roleMu.RUnlock()
-	p.log.logger.Info("follower behind its leader's log start offset; starting over", "topic", p.topic.name,
+	p.log.logger.Info("follower behind its leader's log start offset; starting over", "topic", p.topicName,
 		"partition", p.id, "log_end_offset", p.log.LogEndOffset(), "leader_log_start_offset", offset)
 	err := p.log.truncateFullyAndStartAt(offset)
 	p.logCut()
@@ -310,8 +315,9 @@ func (p *Partition) startOverAt(epoch int32, offset int64) error {
 
 // followLogStartOffset moves the follower's log start offset up to its leader's, capped at its
 // own log end offset: what retention deleted on the leader goes on the follower too.
-func (p *Partition) followLogStartOffset(epoch int32, leaderStart int64) error {
-	if err := p.lockFollower(epoch); err != nil {
+func (f *ReplicaFetcher) followLogStartOffset(epoch int32, leaderStart int64) error {
+	p := f.p
+	if err := f.lockFollower(epoch); err != nil {
 		return err
 	}
 	defer p.roleMu.RUnlock()
@@ -321,7 +327,8 @@ func (p *Partition) followLogStartOffset(epoch int32, leaderStart int64) error {
 // appendFromLeader appends the batches a fetch from leo returned, as a follower in epoch. Batches
 // wholly below leo are skipped; one that starts below it but reaches past means the logs differ
 // (ErrOffsetOutOfOrder).
-func (p *Partition) appendFromLeader(ctx context.Context, epoch int32, leo int64, batches []byte) error {
+func (f *ReplicaFetcher) appendFromLeader(ctx context.Context, epoch int32, leo int64, batches []byte) error {
+	p := f.p
 	for len(batches) >= recordbatch.HeaderSize {
 		h, err := recordbatch.ParseHeader(batches, 0)
 		if err != nil || h.Size() > len(batches) || h.LastOffset() >= leo {
@@ -332,7 +339,7 @@ func (p *Partition) appendFromLeader(ctx context.Context, epoch int32, leo int64
 	if len(batches) == 0 {
 		return nil
 	}
-	if err := p.lockFollower(epoch); err != nil {
+	if err := f.lockFollower(epoch); err != nil {
 		return err
 	}
 	_, err := p.log.AppendAsFollower(ctx, batches)
@@ -340,13 +347,14 @@ func (p *Partition) appendFromLeader(ctx context.Context, epoch int32, leo int64
 	p.mu.Lock()
 	p.signalLocked()
 	p.mu.Unlock()
-	p.topic.broadcast()
+	p.onChange()
 	return err
 }
 
 // followHighWatermark takes the leader's high watermark, capped at the follower's log end
 // offset; it never moves back.
-func (p *Partition) followHighWatermark(epoch int32, leaderHW int64) {
+func (f *ReplicaFetcher) followHighWatermark(epoch int32, leaderHW int64) {
+	p := f.p
 	p.mu.Lock()
 	if !p.follower || p.epoch != epoch {
 		p.mu.Unlock()
@@ -356,11 +364,10 @@ func (p *Partition) followHighWatermark(epoch int32, leaderHW int64) {
 	moved := hw > p.hw.Load()
 	if moved {
 		p.hw.Store(hw)
-		p.log.highWatermark.Store(hw)
 		p.signalLocked()
 	}
 	p.mu.Unlock()
 	if moved {
-		p.topic.broadcast()
+		p.onChange()
 	}
 }

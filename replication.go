@@ -6,22 +6,40 @@ import (
 	"time"
 )
 
-// Replication follows Kafka's model. A partition has one leader and any number of followers,
-// each a Partition in some store (this process's or another's). The leader takes appends and
-// stamps its leader epoch on every batch; followers copy its log offset for offset by fetching
-// (Fetch), and the offset each follower fetches from tells the leader the follower's log end
-// offset. The followers whose log end offset kept up within LeaderConfig.LagTimeMax, with the
-// leader, are the in-sync replicas (ISR); the high watermark is the smallest log end offset among
-// them, and readers read only below it. An AcksAll append returns once the high watermark has
-// passed it: every in-sync replica holds it, so any of them can take over without losing it.
+// Replica is the replication side of a Partition (Partition.Replica): the API a controller, a
+// fetch loop and a network transport use, kept apart from the plain partition API that appends
+// and reads. It follows Kafka's model (Partition.scala and ReplicaManager on the broker).
+//
+// A partition has one leader and any number of followers, each a Partition in some store (this
+// process's or another's). The leader takes appends and stamps its leader epoch on every batch;
+// followers copy its log offset for offset by fetching (Fetch), and the offset each follower
+// fetches from tells the leader the follower's log end offset. The followers whose log end offset
+// kept up within LeaderConfig.LagTimeMax, with the leader, are the in-sync replicas (ISR); the
+// high watermark is the smallest log end offset among them, and readers read only below it
+// (Partition.HighWatermark). An AcksAll append returns once the high watermark has passed it:
+// every in-sync replica holds it, so any of them can take over without losing it.
 //
 // Roles are set from outside, as Kafka's controller sets them: BecomeLeader and BecomeFollower,
 // each with a leader epoch that grows with every change of leader. A follower runs a fetch loop
-// (Follow, or a network transport's own) against a Leader.
+// (Follow, or a network transport's own with AppendAsFollower) against a Leader, which *Replica
+// implements. Before it fetches, a follower truncates its log where it stops agreeing with its
+// leader's, by leader epochs (EpochEndOffset, Kafka's OffsetsForLeaderEpoch, KIP-101); readers
+// check their committed positions against the same epochs (KIP-320).
+//
+// The role, the epoch of the last role and the high watermark survive a restart: the partition
+// checkpoints them (see the commitlog-replication file), and a partition that was replicated
+// reopens as a follower of no leader yet, readable up to its high watermark. A Replica is safe for
+// concurrent use; it is valid as long as its Partition.
+type Replica struct {
+	p *Partition
+}
 
-// Leader is what a follower needs from its partition's leader. *Partition implements it; a
+// Replica returns the partition's replication API; every call returns the same *Replica.
+func (p *Partition) Replica() *Replica { return &p.replica }
+
+// Leader is what a follower needs from its partition's leader. *Replica implements it; a
 // network transport implements it on the follower's side by sending each call to the leader's
-// process, where it calls the leader Partition's method of the same name, and returns what that
+// process, where it calls the leader Replica's method of the same name, and returns what that
 // returned (errors compared with errors.Is must survive the trip: send them as Kafka's error
 // codes, say, and map them back to this package's sentinels).
 //

@@ -192,8 +192,8 @@ func repOpen(t *testing.T, env *storeEnv, cfg TopicConfig, opts ...Option) (*Sto
 // stopped at the end of the test (before the stores opened earlier close).
 func repFollow(t *testing.T, p *Partition, epoch int32, leader Leader, id string) *ReplicaFetcher {
 	t.Helper()
-	require.NoError(t, p.BecomeFollower(epoch))
-	f, err := p.Follow(leader, FollowerConfig{ReplicaID: id, MaxWait: 20 * time.Millisecond, Backoff: 2 * time.Millisecond})
+	require.NoError(t, p.Replica().BecomeFollower(epoch))
+	f, err := p.Replica().Follow(leader, FollowerConfig{ReplicaID: id, MaxWait: 20 * time.Millisecond, Backoff: 2 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = f.Close() })
 	return f
@@ -269,11 +269,11 @@ func TestReplicationSteadyState(t *testing.T) {
 		ctx := context.Background()
 		envs := []*storeEnv{env, env.another(t), env.another(t)}
 		_, leader := repOpen(t, envs[0], TopicConfig{}, repOptions(fixedClock)...)
-		require.NoError(t, leader.BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"f1", "f2"}}))
+		require.NoError(t, leader.Replica().BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"f1", "f2"}}))
 		followers := make([]*Partition, 2)
 		for i := range followers {
 			_, followers[i] = repOpen(t, envs[i+1], TopicConfig{}, repOptions(fixedClock)...)
-			repFollow(t, followers[i], 1, leader, fmt.Sprintf("f%d", i+1))
+			repFollow(t, followers[i], 1, leader.Replica(), fmt.Sprintf("f%d", i+1))
 		}
 
 		const total, per = 10_000, 10
@@ -289,18 +289,18 @@ func TestReplicationSteadyState(t *testing.T) {
 		}
 		require.Equal(t, int64(total), leader.LogEndOffset())
 		require.Equal(t, int64(total), leader.HighWatermark())
-		require.Equal(t, []string{"f1", "f2"}, leader.ISR())
+		require.Equal(t, []string{"f1", "f2"}, leader.Replica().ISR())
 		for _, f := range followers {
 			require.Eventually(t, func() bool { return f.HighWatermark() == total }, repWait, repTick)
 			require.Equal(t, int64(total), f.LogEndOffset())
-			require.False(t, f.IsLeader())
-			require.Equal(t, int32(1), f.LeaderEpoch())
+			require.False(t, f.Replica().IsLeader())
+			require.Equal(t, int32(1), f.Replica().LeaderEpoch())
 		}
 		require.Eventually(t, func() bool {
-			rs := leader.Replicas()
+			rs := leader.Replica().Replicas()
 			return rs[0].LogEndOffset == total && rs[1].LogEndOffset == total
 		}, repWait, repTick)
-		for _, r := range leader.Replicas() {
+		for _, r := range leader.Replica().Replicas() {
 			require.True(t, r.InSync, r.ID)
 			require.Equal(t, int64(0), r.Lag, r.ID)
 		}
@@ -339,8 +339,8 @@ func TestReplicationISRShrinkAndExpand(t *testing.T) {
 		clock := newRepClock()
 		cfg := TopicConfig{LogConfig: LogConfig{MinInsyncReplicas: 3}}
 		_, leader := repOpen(t, env, cfg, repOptions(clock.Now)...)
-		require.NoError(t, leader.BecomeLeader(LeaderConfig{Epoch: 0, Followers: []string{"f1", "f2"}, LagTimeMax: 10 * time.Second}))
-		links := []*repLink{newRepLink(leader, clock.Now), newRepLink(leader, clock.Now)}
+		require.NoError(t, leader.Replica().BecomeLeader(LeaderConfig{Epoch: 0, Followers: []string{"f1", "f2"}, LagTimeMax: 10 * time.Second}))
+		links := []*repLink{newRepLink(leader.Replica(), clock.Now), newRepLink(leader.Replica(), clock.Now)}
 		followers := make([]*Partition, 2)
 		for i := range followers {
 			_, followers[i] = repOpen(t, env.another(t), cfg, repOptions(fixedClock)...)
@@ -349,7 +349,7 @@ func TestReplicationISRShrinkAndExpand(t *testing.T) {
 
 		require.NoError(t, leader.Append(ctx, repRecs("v", 0, 10)...))
 		require.Equal(t, int64(10), leader.HighWatermark())
-		require.Equal(t, []string{"f1", "f2"}, leader.ISR())
+		require.Equal(t, []string{"f1", "f2"}, leader.Replica().ISR())
 
 		// f2 stops fetching. Its last fetch, at time T0, was from 10: caught up.
 		links[1].pause()
@@ -359,12 +359,12 @@ func TestReplicationISRShrinkAndExpand(t *testing.T) {
 			now := clock.Advance(time.Second)
 			require.Eventually(t, func() bool { return links[0].startedSince(now) }, repWait, repTick, "step %d", step)
 			if step <= 10 {
-				require.Equal(t, []string{"f1", "f2"}, leader.ISR(), "%s after f2's last fetch", now.Sub(start))
+				require.Equal(t, []string{"f1", "f2"}, leader.Replica().ISR(), "%s after f2's last fetch", now.Sub(start))
 			} else {
-				require.Equal(t, []string{"f1"}, leader.ISR(), "%s after f2's last fetch", now.Sub(start))
+				require.Equal(t, []string{"f1"}, leader.Replica().ISR(), "%s after f2's last fetch", now.Sub(start))
 			}
 		}
-		rs := leader.Replicas()
+		rs := leader.Replica().Replicas()
 		require.Equal(t, ReplicaState{ID: "f2", LogEndOffset: 10, LastCaughtUp: start, InSync: false, Lag: 0}, rs[1])
 		require.True(t, rs[0].InSync)
 
@@ -375,7 +375,7 @@ func TestReplicationISRShrinkAndExpand(t *testing.T) {
 		require.Eventually(t, func() bool { return leader.HighWatermark() == 20 }, repWait, repTick)
 		require.Equal(t, int64(20), followers[0].LogEndOffset())
 		require.Equal(t, int64(10), followers[1].LogEndOffset())
-		require.Equal(t, int64(10), leader.Replicas()[1].Lag)
+		require.Equal(t, int64(10), leader.Replica().Replicas()[1].Lag)
 
 		// Two in-sync replicas of three required: AcksAll writes nothing.
 		rejected := repRecs("rejected", 20, 5)
@@ -391,7 +391,7 @@ func TestReplicationISRShrinkAndExpand(t *testing.T) {
 
 		// f2 fetches again, catches up and rejoins.
 		links[1].resume()
-		require.Eventually(t, func() bool { return slices.Equal(leader.ISR(), []string{"f1", "f2"}) }, repWait, repTick)
+		require.Eventually(t, func() bool { return slices.Equal(leader.Replica().ISR(), []string{"f1", "f2"}) }, repWait, repTick)
 		require.GreaterOrEqual(t, followers[1].LogEndOffset(), int64(20))
 		recs = repRecs("v", 20, 10)
 		require.NoError(t, leader.Append(ctx, recs...))
@@ -418,8 +418,8 @@ func TestReplicationFailoverTruncatesDivergentLog(t *testing.T) {
 		envF := envL.another(t)
 		sL, pL := repOpen(t, envL, TopicConfig{}, repOptions(fixedClock)...)
 		_, pF := repOpen(t, envF, TopicConfig{}, repOptions(fixedClock)...)
-		require.NoError(t, pL.BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"F"}}))
-		link := newRepLink(pL, nil)
+		require.NoError(t, pL.Replica().BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"F"}}))
+		link := newRepLink(pL.Replica(), nil)
 		fF := repFollow(t, pF, 1, link, "F")
 
 		require.NoError(t, pL.Append(ctx, repRecs("v", 0, 5)...))
@@ -441,23 +441,23 @@ func TestReplicationFailoverTruncatesDivergentLog(t *testing.T) {
 		require.Equal(t, int64(10), pF.LogEndOffset())
 
 		// F takes over in epoch 2 and writes its own 10-12.
-		require.NoError(t, pF.BecomeLeader(LeaderConfig{Epoch: 2, Followers: []string{"L"}}))
-		require.True(t, pF.IsLeader())
+		require.NoError(t, pF.Replica().BecomeLeader(LeaderConfig{Epoch: 2, Followers: []string{"L"}}))
+		require.True(t, pF.Replica().IsLeader())
 		require.Equal(t, "0\n2\n1 0\n2 10\n", repEpochFile(t, envF))
 		newer := repRecs("new", 10, 3)
 		require.NoError(t, pF.AppendAcks(ctx, AcksLeader, newer...))
 		require.Equal(t, int64(10), newer[0].Offset)
 		require.Equal(t, int64(10), pF.HighWatermark(), "L has not fetched yet")
-		eo, err := pF.EpochEndOffset(ctx, 1)
+		eo, err := pF.Replica().EpochEndOffset(ctx, 1)
 		require.NoError(t, err)
 		require.Equal(t, EpochEndOffset{LeaderEpoch: 1, EndOffset: 10}, eo)
 
 		// L restarts: a follower of no leader yet, readable up to its high watermark.
 		sL2, pL2 := repOpen(t, envL, TopicConfig{}, repOptions(fixedClock)...)
-		require.False(t, pL2.IsLeader())
+		require.False(t, pL2.Replica().IsLeader())
 		require.Equal(t, int64(10), pL2.HighWatermark())
 		require.Equal(t, int64(15), pL2.LogEndOffset())
-		require.Equal(t, int32(1), pL2.LeaderEpoch())
+		require.Equal(t, int32(1), pL2.Replica().LeaderEpoch())
 		require.ErrorIs(t, pL2.Append(ctx, repRecs("x", 0, 1)...), ErrNotLeader)
 
 		// Watch L from two sides during the catch-up: a poller of ReadRecords and a Reader.
@@ -510,7 +510,7 @@ func TestReplicationFailoverTruncatesDivergentLog(t *testing.T) {
 				return nil
 			}()
 		})
-		repFollow(t, pL2, 2, pF, "L")
+		repFollow(t, pL2, 2, pF.Replica(), "L")
 		wg.Wait()
 		require.NoError(t, pollErr)
 		require.NoError(t, readerErr)
@@ -518,7 +518,7 @@ func TestReplicationFailoverTruncatesDivergentLog(t *testing.T) {
 
 		require.Eventually(t, func() bool { return pL2.HighWatermark() == 13 && pF.HighWatermark() == 13 }, repWait, repTick)
 		require.Equal(t, int64(13), pL2.LogEndOffset())
-		require.Equal(t, []string{"L"}, pF.ISR())
+		require.Equal(t, []string{"L"}, pF.Replica().ISR())
 		requireSameBytes(t, readAllPartitionBatches(t, pF), readAllPartitionBatches(t, pL2))
 		require.Equal(t, want, repValues(repReadAll(t, pL2)))
 		require.Equal(t, "0\n2\n1 0\n2 10\n", repEpochFile(t, envL))
@@ -539,9 +539,9 @@ func TestReplicationFollowerRestartsEmptyAfterRetention(t *testing.T) {
 		cfg := TopicConfig{LogConfig: LogConfig{SegmentBytes: 4 << 10, SegmentIndexBytes: 4 << 10,
 			RetentionBytes: 8 << 10, RetentionDuration: -1, FileDeleteDelay: -1}}
 		_, leader := repOpen(t, env, cfg, repOptions(fixedClock)...)
-		require.NoError(t, leader.BecomeLeader(LeaderConfig{Epoch: 3, Followers: []string{"f"}}))
+		require.NoError(t, leader.Replica().BecomeLeader(LeaderConfig{Epoch: 3, Followers: []string{"f"}}))
 		sF, f := repOpen(t, env.another(t), cfg, repOptions(fixedClock)...)
-		fetcher := repFollow(t, f, 3, leader, "f")
+		fetcher := repFollow(t, f, 3, leader.Replica(), "f")
 		for i := 0; i < 200; i += 10 {
 			require.NoError(t, leader.Append(ctx, workloadRecords(i, 10)...))
 		}
@@ -561,7 +561,7 @@ func TestReplicationFollowerRestartsEmptyAfterRetention(t *testing.T) {
 		require.Equal(t, int64(200), leader.HighWatermark(), "f has not fetched since")
 
 		// A fetch from below the log start offset says where the log starts and ends.
-		resp, err := leader.Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 3, Offset: 0})
+		resp, err := leader.Replica().Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 3, Offset: 0})
 		require.ErrorIs(t, err, ErrOffsetOutOfRange)
 		require.Equal(t, lso, resp.LogStartOffset)
 		require.Equal(t, int64(230), resp.LogEndOffset)
@@ -571,7 +571,7 @@ func TestReplicationFollowerRestartsEmptyAfterRetention(t *testing.T) {
 		envF2 := env.another(t)
 		_, f2 := repOpen(t, envF2, cfg, repOptions(fixedClock)...)
 		require.Equal(t, int64(0), f2.LogEndOffset())
-		repFollow(t, f2, 3, leader, "f")
+		repFollow(t, f2, 3, leader.Replica(), "f")
 		require.Eventually(t, func() bool {
 			return f2.LogEndOffset() == 230 && f2.HighWatermark() == 230 && leader.HighWatermark() == 230
 		}, repWait, repTick)
@@ -579,7 +579,7 @@ func TestReplicationFollowerRestartsEmptyAfterRetention(t *testing.T) {
 		requireSameBytes(t, readAllPartitionBatches(t, leader), readAllPartitionBatches(t, f2))
 		requireSameRecords(t, withOffsets(workloadRecords(int(lso), 230-int(lso)), lso), repReadAll(t, f2))
 		require.Equal(t, repEpochFile(t, env), repEpochFile(t, envF2))
-		require.Equal(t, []string{"f"}, leader.ISR())
+		require.Equal(t, []string{"f"}, leader.Replica().ISR())
 	})
 }
 
@@ -591,11 +591,11 @@ func TestReplicationReadersStayBelowHighWatermark(t *testing.T) {
 	forEachStore(t, func(t *testing.T, env *storeEnv) {
 		ctx := context.Background()
 		s, leader := repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
-		require.NoError(t, leader.BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"f1", "f2"}}))
+		require.NoError(t, leader.Replica().BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"f1", "f2"}}))
 		followers := make([]*Partition, 2)
 		for i := range followers {
 			_, followers[i] = repOpen(t, env.another(t), TopicConfig{}, repOptions(fixedClock)...)
-			link := newRepLink(leader, nil)
+			link := newRepLink(leader.Replica(), nil)
 			link.maxDelay = 5 * time.Millisecond
 			repFollow(t, followers[i], 1, link, fmt.Sprintf("f%d", i+1))
 		}
@@ -684,10 +684,10 @@ func TestLeaderFetchErrors(t *testing.T) {
 	forEachStore(t, func(t *testing.T, env *storeEnv) {
 		ctx := context.Background()
 		s, p := repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
-		require.ErrorIs(t, p.BecomeLeader(LeaderConfig{Epoch: 2, Followers: []string{"f", "f"}}), ErrInvalidConfig)
-		require.ErrorIs(t, p.BecomeLeader(LeaderConfig{Epoch: 2, Followers: []string{""}}), ErrInvalidConfig)
-		require.NoError(t, p.BecomeLeader(LeaderConfig{Epoch: 2, Followers: []string{"f"}}))
-		_, err := p.Follow(p, FollowerConfig{ReplicaID: "x"})
+		require.ErrorIs(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 2, Followers: []string{"f", "f"}}), ErrInvalidConfig)
+		require.ErrorIs(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 2, Followers: []string{""}}), ErrInvalidConfig)
+		require.NoError(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 2, Followers: []string{"f"}}))
+		_, err := p.Replica().Follow(p.Replica(), FollowerConfig{ReplicaID: "x"})
 		require.ErrorIs(t, err, ErrInvalidConfig, "a leader follows nobody")
 		recs := repRecs("v", 0, 4)
 		require.NoError(t, p.AppendAcks(ctx, AcksLeader, recs[:2]...))
@@ -704,44 +704,44 @@ func TestLeaderFetchErrors(t *testing.T) {
 			{FetchRequest{ReplicaID: "g", LeaderEpoch: 2}, ErrReplicaNotAvailable},
 			{FetchRequest{ReplicaID: "", LeaderEpoch: UndefinedEpoch}, ErrReplicaNotAvailable},
 		} {
-			resp, err := p.Fetch(ctx, tc.req)
+			resp, err := p.Replica().Fetch(ctx, tc.req)
 			require.ErrorIs(t, err, tc.want, "%+v", tc.req)
 			require.Equal(t, FetchResponse{}, resp)
 		}
-		resp, err := p.Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 2, Offset: 5})
+		resp, err := p.Replica().Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 2, Offset: 5})
 		require.ErrorIs(t, err, ErrOffsetOutOfRange)
 		require.Equal(t, FetchResponse{HighWatermark: 0, LogStartOffset: 0, LogEndOffset: 4}, resp)
-		require.Equal(t, int64(-1), p.Replicas()[0].LogEndOffset, "an out-of-range fetch records nothing")
+		require.Equal(t, int64(-1), p.Replica().Replicas()[0].LogEndOffset, "an out-of-range fetch records nothing")
 
 		// A fetch from 0 reads past the high watermark (a follower copies everything); the first
 		// batch comes whole however small MaxBytes.
-		resp, err = p.Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: UndefinedEpoch, Offset: 0, MaxBytes: 1})
+		resp, err = p.Replica().Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: UndefinedEpoch, Offset: 0, MaxBytes: 1})
 		require.NoError(t, err)
 		hs := batchHeaders(t, all)
 		require.Len(t, hs, 2)
 		requireSameBytes(t, all[:hs[1].pos], resp.Batches)
 		require.Equal(t, FetchResponse{Batches: resp.Batches, HighWatermark: 0, LogStartOffset: 0, LogEndOffset: 4}, resp)
-		resp, err = p.Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 2, Offset: 0})
+		resp, err = p.Replica().Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 2, Offset: 0})
 		require.NoError(t, err)
 		requireSameBytes(t, all, resp.Batches)
-		resp, err = p.Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 2, Offset: 4})
+		resp, err = p.Replica().Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 2, Offset: 4})
 		require.NoError(t, err)
 		require.Equal(t, FetchResponse{HighWatermark: 4, LogStartOffset: 0, LogEndOffset: 4}, resp)
 		require.Equal(t, int64(4), p.HighWatermark())
-		require.Equal(t, []ReplicaState{{ID: "f", LogEndOffset: 4, LastCaughtUp: testEpoch, InSync: true, Lag: 0}}, p.Replicas())
+		require.Equal(t, []ReplicaState{{ID: "f", LogEndOffset: 4, LastCaughtUp: testEpoch, InSync: true, Lag: 0}}, p.Replica().Replicas())
 
 		// Caught up and told the high watermark: the fetch waits for MaxWait or ctx.
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		_, err = p.Fetch(cctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 2, Offset: 4, MaxWait: time.Hour})
+		_, err = p.Replica().Fetch(cctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 2, Offset: 4, MaxWait: time.Hour})
 		require.ErrorIs(t, err, context.Canceled)
-		resp, err = p.Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 2, Offset: 4, MaxWait: time.Millisecond})
+		resp, err = p.Replica().Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 2, Offset: 4, MaxWait: time.Millisecond})
 		require.NoError(t, err)
 		require.Equal(t, FetchResponse{HighWatermark: 4, LogStartOffset: 0, LogEndOffset: 4}, resp)
 		// A waiting fetch returns as soon as the leader appends.
 		done := make(chan FetchResponse, 1)
 		go func() {
-			resp, _ := p.Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 2, Offset: 4, MaxWait: time.Hour})
+			resp, _ := p.Replica().Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 2, Offset: 4, MaxWait: time.Hour})
 			done <- resp
 		}()
 		require.NoError(t, p.AppendAcks(ctx, AcksLeader, repRecs("v", 4, 1)...))
@@ -757,21 +757,21 @@ func TestLeaderFetchErrors(t *testing.T) {
 			epoch int32
 			want  EpochEndOffset
 		}{{2, EpochEndOffset{2, 5}}, {1, EpochEndOffset{1, 0}}, {3, EpochEndOffset{UndefinedEpoch, -1}}, {UndefinedEpoch, EpochEndOffset{UndefinedEpoch, -1}}} {
-			eo, err := p.EpochEndOffset(ctx, tc.epoch)
+			eo, err := p.Replica().EpochEndOffset(ctx, tc.epoch)
 			require.NoError(t, err)
 			require.Equal(t, tc.want, eo, "epoch %d", tc.epoch)
 		}
-		_, err = p.EpochEndOffset(cctx, 2)
+		_, err = p.Replica().EpochEndOffset(cctx, 2)
 		require.ErrorIs(t, err, context.Canceled)
 
 		// A follower refuses fetches and appends, and writes nothing.
-		require.NoError(t, p.BecomeFollower(3))
-		require.False(t, p.IsLeader())
-		require.Nil(t, p.ISR())
-		require.Empty(t, p.Replicas())
-		_, err = p.Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 3, Offset: 0})
+		require.NoError(t, p.Replica().BecomeFollower(3))
+		require.False(t, p.Replica().IsLeader())
+		require.Nil(t, p.Replica().ISR())
+		require.Empty(t, p.Replica().Replicas())
+		_, err = p.Replica().Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 3, Offset: 0})
 		require.ErrorIs(t, err, ErrNotLeader)
-		_, err = p.EpochEndOffset(ctx, 2)
+		_, err = p.Replica().EpochEndOffset(ctx, 2)
 		require.ErrorIs(t, err, ErrNotLeader)
 		require.ErrorIs(t, p.Append(ctx, repRecs("x", 0, 1)...), ErrNotLeader)
 		for _, acks := range []Acks{AcksNone, AcksLeader, AcksAll} {
@@ -783,17 +783,17 @@ func TestLeaderFetchErrors(t *testing.T) {
 		require.NoError(t, err)
 		require.ErrorIs(t, tp.Append(ctx, repRecs("x", 0, 1)...), ErrNotLeader)
 		require.Equal(t, int64(5), p.LogEndOffset())
-		_, err = p.Follow(p, FollowerConfig{})
+		_, err = p.Replica().Follow(p.Replica(), FollowerConfig{})
 		require.ErrorIs(t, err, ErrInvalidConfig, "no ReplicaID")
 
 		// After the store closed.
 		require.NoError(t, s.Close())
-		_, err = p.Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 3})
+		_, err = p.Replica().Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 3})
 		require.ErrorIs(t, err, ErrClosed)
-		_, err = p.EpochEndOffset(ctx, 3)
+		_, err = p.Replica().EpochEndOffset(ctx, 3)
 		require.ErrorIs(t, err, ErrClosed)
-		require.ErrorIs(t, p.BecomeLeader(LeaderConfig{Epoch: 4}), ErrClosed)
-		require.ErrorIs(t, p.BecomeFollower(4), ErrClosed)
+		require.ErrorIs(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 4}), ErrClosed)
+		require.ErrorIs(t, p.Replica().BecomeFollower(4), ErrClosed)
 	})
 }
 
@@ -807,12 +807,12 @@ func TestReplicationRetentionStaysBelowHighWatermark(t *testing.T) {
 		cfg := TopicConfig{LogConfig: LogConfig{SegmentBytes: 4 << 10, SegmentIndexBytes: 4 << 10,
 			RetentionBytes: 4 << 10, RetentionDuration: -1, FileDeleteDelay: -1}}
 		_, leader := repOpen(t, env, cfg, repOptions(fixedClock)...)
-		require.NoError(t, leader.BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"f"}}))
+		require.NoError(t, leader.Replica().BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"f"}}))
 		// f fetches once, up to 20, then stops.
 		for i := 0; i < 20; i += 10 {
 			require.NoError(t, leader.AppendAcks(ctx, AcksLeader, workloadRecords(i, 10)...))
 		}
-		_, err := leader.Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 1, Offset: 20})
+		_, err := leader.Replica().Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 1, Offset: 20})
 		require.NoError(t, err)
 		require.Equal(t, int64(20), leader.HighWatermark())
 		for i := 20; i < 200; i += 10 {
@@ -823,10 +823,10 @@ func TestReplicationRetentionStaysBelowHighWatermark(t *testing.T) {
 		require.NoError(t, err)
 		require.LessOrEqual(t, leader.LogStartOffset(), leader.HighWatermark(), "the log start offset passed the high watermark")
 		// The follower, still in sync, goes on from where it was.
-		resp, err := leader.Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 1, Offset: 20})
+		resp, err := leader.Replica().Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 1, Offset: 20})
 		require.NoError(t, err)
 		require.Equal(t, int64(20), batchHeaders(t, resp.Batches)[0].BaseOffset)
-		require.Equal(t, []string{"f"}, leader.ISR())
+		require.Equal(t, []string{"f"}, leader.Replica().ISR())
 	})
 }
 
@@ -839,9 +839,9 @@ func TestReplicationFollowerFollowsLogStartOffset(t *testing.T) {
 		cfg := TopicConfig{LogConfig: LogConfig{SegmentBytes: 4 << 10, SegmentIndexBytes: 4 << 10,
 			RetentionBytes: 8 << 10, RetentionDuration: -1, FileDeleteDelay: -1}}
 		_, leader := repOpen(t, env, cfg, repOptions(fixedClock)...)
-		require.NoError(t, leader.BecomeLeader(LeaderConfig{Epoch: 2, Followers: []string{"f"}}))
+		require.NoError(t, leader.Replica().BecomeLeader(LeaderConfig{Epoch: 2, Followers: []string{"f"}}))
 		_, f := repOpen(t, env.another(t), cfg, repOptions(fixedClock)...)
-		repFollow(t, f, 2, leader, "f")
+		repFollow(t, f, 2, leader.Replica(), "f")
 		for i := 0; i < 200; i += 10 {
 			require.NoError(t, leader.Append(ctx, workloadRecords(i, 10)...))
 		}
@@ -868,11 +868,11 @@ func TestAcksAllBelowMinInsyncReplicas(t *testing.T) {
 	forEachStore(t, func(t *testing.T, env *storeEnv) {
 		cfg := TopicConfig{LogConfig: LogConfig{MinInsyncReplicas: 2}}
 		_, p := repOpen(t, env, cfg, repOptions(time.Now)...)
-		require.NoError(t, p.BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"b"}, LagTimeMax: 20 * time.Millisecond}))
+		require.NoError(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"b"}, LagTimeMax: 20 * time.Millisecond}))
 		// b is in the ISR when the append starts, never fetches, and leaves it.
 		err := p.Append(ctx, repRecs("v", 0, 1)...)
 		require.ErrorIs(t, err, ErrNotEnoughReplicas)
-		require.Empty(t, p.ISR())
+		require.Empty(t, p.Replica().ISR())
 		require.Equal(t, int64(1), p.HighWatermark(), "written and committed, with one copy")
 		// The next one is refused before it writes.
 		require.ErrorIs(t, p.Append(ctx, repRecs("v", 1, 1)...), ErrNotEnoughReplicas)
@@ -887,10 +887,10 @@ func TestLeaderWithFollowersRefusesTruncation(t *testing.T) {
 	forEachStore(t, func(t *testing.T, env *storeEnv) {
 		_, p := repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
 		require.NoError(t, p.AppendAcks(ctx, AcksLeader, repRecs("v", 0, 10)...))
-		require.NoError(t, p.BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"b"}}))
+		require.NoError(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"b"}}))
 		require.ErrorIs(t, p.TruncateTo(3), ErrNotLeader)
 		require.Equal(t, int64(10), p.LogEndOffset())
-		require.NoError(t, p.BecomeLeader(LeaderConfig{Epoch: 2})) // on its own again
+		require.NoError(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 2})) // on its own again
 		require.NoError(t, p.TruncateTo(3))
 		require.Equal(t, int64(0), p.LogEndOffset(), "the whole batch 0-9 goes")
 	})
@@ -901,17 +901,17 @@ func TestLeaderWithFollowersRefusesTruncation(t *testing.T) {
 func TestFollowOneFetcherAPartition(t *testing.T) {
 	forEachStore(t, func(t *testing.T, env *storeEnv) {
 		_, leader := repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
-		require.NoError(t, leader.BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"b"}}))
+		require.NoError(t, leader.Replica().BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"b"}}))
 		_, f := repOpen(t, env.another(t), TopicConfig{}, repOptions(fixedClock)...)
-		require.NoError(t, f.BecomeFollower(1))
-		_, err := f.Follow(nil, FollowerConfig{ReplicaID: "b"})
+		require.NoError(t, f.Replica().BecomeFollower(1))
+		_, err := f.Replica().Follow(nil, FollowerConfig{ReplicaID: "b"})
 		require.ErrorIs(t, err, ErrInvalidConfig)
-		first, err := f.Follow(leader, FollowerConfig{ReplicaID: "b", MaxWait: time.Millisecond})
+		first, err := f.Replica().Follow(leader.Replica(), FollowerConfig{ReplicaID: "b", MaxWait: time.Millisecond})
 		require.NoError(t, err)
-		_, err = f.Follow(leader, FollowerConfig{ReplicaID: "b"})
+		_, err = f.Replica().Follow(leader.Replica(), FollowerConfig{ReplicaID: "b"})
 		require.ErrorIs(t, err, ErrInvalidConfig)
 		require.NoError(t, first.Close())
-		again, err := f.Follow(leader, FollowerConfig{ReplicaID: "b", MaxWait: time.Millisecond})
+		again, err := f.Replica().Follow(leader.Replica(), FollowerConfig{ReplicaID: "b", MaxWait: time.Millisecond})
 		require.NoError(t, err)
 		require.NoError(t, again.Close())
 	})
@@ -937,9 +937,9 @@ func TestStagedAcksAllWithFollower(t *testing.T) {
 		ctx := context.Background()
 		opts := []Option{WithClock(fixedClock), WithSync(SyncAlways), WithRetentionCheckInterval(-1)}
 		_, leader := repOpen(t, env, TopicConfig{}, opts...)
-		require.NoError(t, leader.BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"f1"}}))
+		require.NoError(t, leader.Replica().BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"f1"}}))
 		_, follower := repOpen(t, env.another(t), TopicConfig{}, opts...)
-		repFollow(t, follower, 1, newRepLink(leader, nil), "f1")
+		repFollow(t, follower, 1, newRepLink(leader.Replica(), nil), "f1")
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		acked := map[int64]string{}

@@ -240,7 +240,7 @@ func (l *Log) retentionCount(now time.Time) int {
 	// A replicated log deletes only what every in-sync replica holds (Kafka's deleteOldSegments
 	// keeps the log start offset at or below the high watermark): records past it may exist
 	// nowhere else yet.
-	if hw := l.highWatermark.Load(); hw >= 0 {
+	if hw := l.owner.retentionLimit(); hw >= 0 {
 		for n > 0 && ends[n-1] > hw {
 			n--
 		}

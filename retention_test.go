@@ -961,7 +961,7 @@ func TestTimestampAfterMax(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, [2]int64{2, 3}, [2]int64{first, last})
 		// A follower copies its leader's batches as they are.
-		lastF, err := strict.AppendAsFollower(ctx, encodeBatch(t, 4, []*Record{at(2 * time.Hour)}))
+		lastF, err := strict.Replica().AppendAsFollower(ctx, encodeBatch(t, 4, []*Record{at(2 * time.Hour)}))
 		require.NoError(t, err)
 		require.Equal(t, int64(4), lastF)
 		var ts []int64

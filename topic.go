@@ -15,7 +15,8 @@ import (
 // by key (see Partitioner), so that one key's records stay in one partition, in order. A Topic is
 // safe for concurrent use; it is valid until its store closes or the topic is deleted.
 type Topic struct {
-	store      *Store
+	positions  readerStore      // the store's committed reader positions, for the topic's readers
+	now        func() time.Time // the store's clock (WithClock), for ApplyRetention
 	name       string
 	cfg        TopicConfig
 	partitions []*Partition
@@ -32,16 +33,16 @@ type Topic struct {
 
 // openTopic opens (creating when missing) every partition of a topic.
 func openTopic(s *Store, name string, cfg TopicConfig) (*Topic, error) {
-	t := &Topic{store: s, name: name, cfg: cfg}
+	t := &Topic{positions: s, now: s.o.now, name: name, cfg: cfg}
 	p := KeyHashPartitioner()
 	t.partitioner.Store(&p)
 	for i := range cfg.Partitions {
-		l, err := openLog(filepath.Join(s.dir, partitionDirName(name, i)), cfg.LogConfig, s.o, false)
+		p, err := openPartition(name, i, filepath.Join(s.dir, partitionDirName(name, i)), cfg.LogConfig, s.o, t.broadcast)
 		if err != nil {
 			t.close()
 			return nil, fmt.Errorf("commitlog: topic %s partition %d: %w", name, i, err)
 		}
-		t.partitions = append(t.partitions, newPartition(t, i, l))
+		t.partitions = append(t.partitions, p)
 	}
 	t.cfg.LogConfig, _, _ = t.cfg.LogConfig.resolve(s.o.sync) // each openLog above checked it
 	return t, nil
@@ -247,7 +248,7 @@ func (t *Topic) close() error {
 }
 
 // ApplyRetention is ApplyRetentionAt at the time of the store's clock (WithClock, else time.Now).
-func (t *Topic) ApplyRetention() (int, error) { return t.ApplyRetentionAt(t.store.o.now()) }
+func (t *Topic) ApplyRetention() (int, error) { return t.ApplyRetentionAt(t.now()) }
 
 // ApplyRetentionAt applies retention at now to every partition (see Log.ApplyRetentionAt) and
 // returns the number of segments deleted; errors of the partitions are joined.

@@ -26,7 +26,7 @@ func newDumpCommand(g *globals) *cobra.Command {
 (base and last offset, record count, position, size, codec, timestamps, producer fields, and
 whether its CRC is valid), and with --records every record; for a .index file its entries
 (offset, position), for a .timeindex file its entries (timestamp, offset). The store's own state
-files (commitlog-state, commitlog-topics, commitlog-reader-NAME) print their contents.
+files (commitlog-state, commitlog-replication, commitlog-topics, commitlog-reader-NAME) print their contents.
 
 Damage is reported where it is found, and the dump goes on from the next whole batch. Files are
 only read. Exit code 1 when a file is damaged or cannot be read.`,
@@ -66,7 +66,7 @@ func kindOf(path string) fileKind {
 		return kindOffsetIndex
 	case strings.HasSuffix(name, timeIndexSuffix):
 		return kindTimeIndex
-	case name == "commitlog-state" || name == "commitlog-topics" || strings.HasPrefix(name, "commitlog-reader-"):
+	case name == "commitlog-state" || name == "commitlog-replication" || name == "commitlog-topics" || strings.HasPrefix(name, "commitlog-reader-"):
 		return kindCheckpoint
 	}
 	return kindUnknown

@@ -1,0 +1,378 @@
+package commitlog
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/commitlog-go/commitlog/internal/checkpoint"
+)
+
+// readerFilePrefix begins the name of a named reader's committed-positions file, which sits in
+// the store's directory: "commitlog-reader-<name>".
+const readerFilePrefix = "commitlog-reader-"
+
+// readerStore is what a Reader needs of the store that keeps its committed positions and the
+// names of the live readers. The Store gives itself to each Topic as one at open, and the Topic to
+// its readers, so that neither holds a pointer up to the Store.
+type readerStore interface {
+	// openReader runs start with the positions committed under name for t's partitions (none
+	// for an anonymous reader, name ""), and then registers r as the live reader of name, all
+	// under the store's lock. ErrClosed once the store or t closed; ErrReaderExists while a
+	// reader of name, or of a name differing only in case, is live or has positions; ErrCorrupt
+	// when name's positions cannot be read; start's error.
+	openReader(name string, r *Reader, t *Topic, start func(committed map[int32]committedPosition) error) error
+	// closeReader forgets r as the live reader of name.
+	closeReader(name string, r *Reader)
+	// commitPositions durably replaces name's positions of t with those update writes into
+	// mine (the ones committed now for t; other topics' stay). ErrClosed, wrapping
+	// errTopicDeleted, when t is no longer the store's topic of its name.
+	commitPositions(name string, t *Topic, update func(mine map[int32]committedPosition)) error
+	// logger is the store's logger.
+	logger() *slog.Logger
+}
+
+func (s *Store) openReader(name string, r *Reader, t *Topic, start func(map[int32]committedPosition) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || t.isClosed() {
+		return ErrClosed
+	}
+	committed := map[int32]committedPosition{}
+	if name != "" {
+		if _, ok := s.readers[name]; ok {
+			return fmt.Errorf("%w: %q", ErrReaderExists, name)
+		}
+		if err := s.checkReaderCaseCollision(name); err != nil {
+			return err
+		}
+		all, err := s.readCommitted(name)
+		if err != nil {
+			return err
+		}
+		committed = all[t.name]
+	}
+	if err := start(committed); err != nil {
+		return err
+	}
+	if name != "" {
+		s.readers[name] = r
+	}
+	return nil
+}
+
+func (s *Store) closeReader(name string, r *Reader) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.readers[name] == r {
+		delete(s.readers, name)
+	}
+}
+
+func (s *Store) commitPositions(name string, t *Topic, update func(mine map[int32]committedPosition)) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.topics[t.name] != t {
+		return fmt.Errorf("%w: topic %s: %w", ErrClosed, t.name, errTopicDeleted)
+	}
+	all, err := s.readCommitted(name)
+	if err != nil {
+		// Overwriting a damaged file with good positions is the repair.
+		all = map[string]map[int32]committedPosition{}
+	}
+	// The partitions the reader reads replace their entries; those of the topic's other
+	// partitions, committed under the name by a reader of them, stay (Kafka's OffsetCommit
+	// changes only the partitions it lists).
+	mine := all[t.name]
+	if mine == nil {
+		mine = make(map[int32]committedPosition, t.PartitionCount())
+	}
+	update(mine)
+	all[t.name] = mine
+	b, err := encodePositions(all)
+	if err != nil {
+		return err
+	}
+	return checkpoint.Write(s.o.fs, s.readerFile(name), b)
+}
+
+func (s *Store) logger() *slog.Logger { return s.o.logger }
+
+func (s *Store) readerFile(name string) string {
+	return filepath.Join(s.dir, readerFilePrefix+name)
+}
+
+// committedPosition is one partition's committed position: the offset of the next record to
+// read, and the leader epoch of the record before it, the last consumed (Kafka's OffsetCommit
+// committed_leader_epoch), UndefinedEpoch when unknown.
+type committedPosition struct {
+	offset      int64
+	leaderEpoch int32
+}
+
+// The positions file holds JSON, in a checkpoint (atomic, checksummed). Version 2, written since
+// positions carry leader epochs:
+//
+//	{"version":2,"topics":{"orders":{"0":{"offset":120,"leader_epoch":3}}}}
+//
+// Version 1, still read, has no version field and positions only, which load with
+// UndefinedEpoch and are resumed without validation, as Kafka's consumer resumes a commit made
+// without an epoch:
+//
+//	{"orders":{"0":120}}
+const readerFileVersion = 2
+
+type readerFileV2 struct {
+	Version int                                      `json:"version"`
+	Topics  map[string]map[string]readerFilePosition `json:"topics"`
+}
+
+type readerFilePosition struct {
+	Offset      *int64 `json:"offset"`
+	LeaderEpoch *int32 `json:"leader_epoch"`
+}
+
+// readPositions returns a named reader's committed offsets, by topic and partition; none when
+// it never committed. ErrCorrupt as readCommitted.
+func (s *Store) readPositions(name string) (map[string]map[int32]int64, error) {
+	all, err := s.readCommitted(name)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]map[int32]int64, len(all))
+	for topic, parts := range all {
+		out[topic] = make(map[int32]int64, len(parts))
+		for id, c := range parts {
+			out[topic][id] = c.offset
+		}
+	}
+	return out, nil
+}
+
+// readCommitted returns a named reader's committed positions, by topic and partition; none when
+// it never committed. ErrCorrupt, naming the file and how to reset it, when the file is
+// damaged, of an unknown version, or holds a negative partition or offset or an epoch below
+// UndefinedEpoch: that reader cannot start, and nothing else is affected.
+func (s *Store) readCommitted(name string) (map[string]map[int32]committedPosition, error) {
+	path := s.readerFile(name)
+	b, err := checkpoint.Read(s.o.fs, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]map[int32]committedPosition{}, nil
+	}
+	var out map[string]map[int32]committedPosition
+	if err == nil {
+		out, err = decodePositions(b)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: committed positions of reader %q (%s): %w; Store.DeleteReader(%q) resets them",
+			ErrCorrupt, name, path, err, name)
+	}
+	return out, nil
+}
+
+// decodePositions parses either version of the positions file.
+func decodePositions(b []byte) (map[string]map[int32]committedPosition, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil {
+		return nil, err
+	}
+	// Version 1 is an object of topics, each an object: a "version" whose value is a number can
+	// only be version 2's field (a topic named "version" has an object).
+	if v, ok := top["version"]; ok && len(v) > 0 && v[0] != '{' {
+		var f readerFileV2
+		if err := json.Unmarshal(b, &f); err != nil {
+			return nil, err
+		}
+		if f.Version != readerFileVersion {
+			return nil, fmt.Errorf("version %d, want %d", f.Version, readerFileVersion)
+		}
+		out := make(map[string]map[int32]committedPosition, len(f.Topics))
+		for topic, parts := range f.Topics {
+			out[topic] = make(map[int32]committedPosition, len(parts))
+			for p, pos := range parts {
+				if pos.Offset == nil || pos.LeaderEpoch == nil {
+					return nil, fmt.Errorf("topic %q entry %q: offset and leader_epoch required", topic, p)
+				}
+				id, err := parsePositionEntry(p, *pos.Offset)
+				if err != nil || *pos.LeaderEpoch < UndefinedEpoch {
+					return nil, fmt.Errorf("topic %q: bad entry %q: offset %d, leader epoch %d", topic, p, *pos.Offset, *pos.LeaderEpoch)
+				}
+				out[topic][id] = committedPosition{offset: *pos.Offset, leaderEpoch: *pos.LeaderEpoch}
+			}
+		}
+		return out, nil
+	}
+	var raw map[string]map[string]int64
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, err
+	}
+	out := make(map[string]map[int32]committedPosition, len(raw))
+	for topic, parts := range raw {
+		out[topic] = make(map[int32]committedPosition, len(parts))
+		for p, off := range parts {
+			id, err := parsePositionEntry(p, off)
+			if err != nil {
+				return nil, fmt.Errorf("topic %q: %w", topic, err)
+			}
+			out[topic][id] = committedPosition{offset: off, leaderEpoch: UndefinedEpoch}
+		}
+	}
+	return out, nil
+}
+
+// parsePositionEntry checks one entry: a partition number (decimal, 0 to 2^31-1) and an offset
+// that is not negative.
+func parsePositionEntry(p string, off int64) (int32, error) {
+	id, err := strconv.ParseInt(p, 10, 32)
+	if err != nil || id < 0 || off < 0 {
+		return 0, fmt.Errorf("bad entry %q: %d", p, off)
+	}
+	return int32(id), nil
+}
+
+// encodePositions writes version 2 of the positions file.
+func encodePositions(all map[string]map[int32]committedPosition) ([]byte, error) {
+	f := readerFileV2{Version: readerFileVersion, Topics: make(map[string]map[string]readerFilePosition, len(all))}
+	for topic, parts := range all {
+		f.Topics[topic] = make(map[string]readerFilePosition, len(parts))
+		for p, c := range parts {
+			f.Topics[topic][strconv.Itoa(int(p))] = readerFilePosition{Offset: &c.offset, LeaderEpoch: &c.leaderEpoch}
+		}
+	}
+	return json.Marshal(f)
+}
+
+// Readers returns the names of the readers that have committed positions, sorted. ErrClosed
+// after Close.
+func (s *Store) Readers() ([]string, error) {
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	names, err := s.readerFileNames()
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// CommittedPositions returns the committed positions of the named reader, by topic and
+// partition. ErrCorrupt when its file is damaged, ErrClosed after Close.
+func (s *Store) CommittedPositions(name string) (map[string]map[int32]int64, error) {
+	if err := checkReaderName(name); err != nil {
+		return nil, err
+	}
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	return s.readPositions(name)
+}
+
+// checkReaderCaseCollision returns ErrReaderExists when a live reader's name, or a name with
+// committed positions, equals name but for case. Callers hold mu.
+func (s *Store) checkReaderCaseCollision(name string) error {
+	names, err := s.readerFileNames()
+	if err != nil {
+		return err
+	}
+	for other := range s.readers {
+		names = append(names, other)
+	}
+	for _, other := range names {
+		if other != name && strings.EqualFold(other, name) {
+			return fmt.Errorf("%w: %q collides with %q on case-insensitive file systems", ErrReaderExists, name, other)
+		}
+	}
+	return nil
+}
+
+// readerFileNames returns the names of the readers that have a positions file, unsorted.
+func (s *Store) readerFileNames() ([]string, error) {
+	entries, err := s.o.fs.ReadDir(s.dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if name, ok := strings.CutPrefix(e.Name(), readerFilePrefix); ok && !strings.HasSuffix(name, checkpoint.TempSuffix) {
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
+// removeTopicPositions removes topic's committed positions from every reader's file, as Kafka
+// drops a deleted topic's committed offsets from every consumer group; a file left without
+// positions is removed. A damaged file is left as it is (logged): its reader cannot start until
+// DeleteReader, which removes it anyway. Callers hold mu exclusively, which keeps commits out.
+func (s *Store) removeTopicPositions(topic string) error {
+	names, err := s.readerFileNames()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	removed := false
+	for _, name := range names {
+		all, err := s.readCommitted(name)
+		if err != nil {
+			s.o.logger.Warn("reader positions unreadable; the deleted topic's are left in them", "reader", name, "topic", topic, "err", err)
+			continue
+		}
+		if _, ok := all[topic]; !ok {
+			continue
+		}
+		delete(all, topic)
+		if len(all) == 0 {
+			if err := s.o.fs.Remove(s.readerFile(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			removed = true
+			continue
+		}
+		b, err := encodePositions(all)
+		if err == nil {
+			err = checkpoint.Write(s.o.fs, s.readerFile(name), b)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("commitlog: remove topic %s from reader %q positions: %w", topic, name, err))
+		}
+	}
+	if removed {
+		errs = append(errs, s.o.fs.SyncDir(s.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// isClosed reports whether Close was called.
+func (s *Store) isClosed() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.closed
+}
+
+// DeleteReader forgets a named reader's committed positions, including damaged ones, so that
+// the next reader with the name starts from its configured start. ErrReaderExists while a
+// reader with the name is open; no error when nothing was committed.
+func (s *Store) DeleteReader(name string) error {
+	if err := checkReaderName(name); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if _, ok := s.readers[name]; ok {
+		return fmt.Errorf("%w: %q", ErrReaderExists, name)
+	}
+	if err := s.o.fs.Remove(s.readerFile(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return s.o.fs.SyncDir(s.dir)
+}
