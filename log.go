@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
+
+	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
 // lockFileName is the directory lock of a log opened on its own, named as Kafka names the lock
@@ -43,7 +45,7 @@ type Log struct {
 	// mu guards what readers look at: the segment list, the active segment's indexes and
 	// in-memory state, the log start offset, closed. Writers hold it only to publish.
 	mu             sync.RWMutex
-	segments       []*segment // ordered by base offset; the last is the active segment
+	segments       []*segment.Segment // ordered by base offset; the last is the active segment
 	logStartOffset int64
 	recoveryPoint  int64 // offsets below are known durable; checkpointed
 	appendSeq      uint64
@@ -82,12 +84,15 @@ type Log struct {
 	// retireMu guards retired: segments removed from the log whose files wait for their readers
 	// and their delete delay before they are deleted.
 	retireMu sync.Mutex
-	retired  []*segment
+	retired  []*segment.Segment
 
 	builders sync.Pool // *recordbatch.Builder
-	scratch  sync.Pool // *[]byte read-ahead buffers for reads
 	readBufs sync.Pool // *[]byte batch buffers of ReadRecords and Scan, which hand out no bytes of them
-	decoders sync.Pool // *recordbatch.Decoder for ReadRecord's compressed batches
+	// segCfg is what the segments use of cfg; caches the store-wide caches they share (the
+	// open-file bound, the record position cache); bufs the pooled buffers of their reads.
+	segCfg segment.Config
+	caches segment.Caches
+	bufs   segment.Buffers
 
 	// flushTarget is the base offset of the newest roll: the sealed segments below it are to be
 	// flushed, and the recovery point advances to it once they are (see flushSealed). truncGen
@@ -152,7 +157,10 @@ func openLog(dir string, cfg LogConfig, o options, lock bool) (l *Log, err error
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	l = &Log{dir: dir, cfg: cfg, fs: o.fs, logger: o.logger.With("log", dir), now: o.now}
+	l = &Log{dir: dir, cfg: cfg, fs: o.fs, logger: o.logger.With("log", dir), now: o.now, caches: o.caches}
+	l.segCfg = segment.Config{IndexIntervalBytes: cfg.IndexIntervalBytes, SegmentBytes: cfg.SegmentBytes,
+		SegmentDuration: cfg.SegmentDuration, SegmentIndexBytes: cfg.SegmentIndexBytes,
+		MaxMessageBytes: cfg.MaxMessageBytes, MaxDecompressedBytes: cfg.readDecompressLimit()}
 	l.gcCond.L = &l.gcMu
 	if err := fsys.MkdirAllDurable(l.fs, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("commitlog: open %s: %w", dir, err)
@@ -171,7 +179,7 @@ func openLog(dir string, cfg LogConfig, o options, lock bool) (l *Log, err error
 	defer func() {
 		if err != nil {
 			for _, s := range opened.segments {
-				s.close()
+				s.Close()
 			}
 			if opened.unlock != nil {
 				opened.unlock.Close()
@@ -197,7 +205,7 @@ func openLog(dir string, cfg LogConfig, o options, lock bool) (l *Log, err error
 	if err := l.rewriteAfterFailedSync(rewriteFrom); err != nil {
 		return nil, err
 	}
-	epochsFrom := l.active().baseOffset // a Kafka broker's folder: its file covers its flushed segments
+	epochsFrom := l.active().BaseOffset() // a Kafka broker's folder: its file covers its flushed segments
 	if haveState {
 		epochsFrom = st.recoveryPoint
 		if st.clean {
@@ -233,7 +241,7 @@ func (l *Log) LogStartOffset() int64 {
 func (l *Log) LogEndOffset() int64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.active().nextOffset
+	return l.active().NextOffset()
 }
 
 // Size returns the bytes of batches in all segments.
@@ -242,7 +250,7 @@ func (l *Log) Size() int64 {
 	defer l.mu.RUnlock()
 	var n int64
 	for _, s := range l.segments {
-		n += s.size.Load()
+		n += s.Size()
 	}
 	return n
 }
@@ -255,12 +263,12 @@ func (l *Log) SegmentCount() int {
 }
 
 // active returns the segment appends go to. Callers hold mu or appendMu.
-func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
+func (l *Log) active() *segment.Segment { return l.segments[len(l.segments)-1] }
 
 // segmentFor returns the index of the segment whose range holds offset: the last one whose base
 // offset is <= offset. Callers hold mu.
 func (l *Log) segmentFor(offset int64) int {
-	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].baseOffset > offset })
+	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].BaseOffset() > offset })
 	return max(i-1, 0)
 }
 
@@ -305,7 +313,7 @@ func (l *Log) Close() error {
 		}
 	}
 	if clean {
-		if err := act.file.Sync(); err != nil {
+		if err := act.Sync(); err != nil {
 			errs = append(errs, l.fail(err))
 			clean = false
 		} else {
@@ -313,13 +321,13 @@ func (l *Log) Close() error {
 		}
 	}
 	for _, s := range l.segments {
-		errs = append(errs, s.close())
+		errs = append(errs, s.Close())
 	}
 	// Nobody can start a read now; files of reads still running go with the log.
 	errs = append(errs, l.sweepRetired(time.Time{}, true), l.removeSpare())
 	if clean && errors.Join(errs...) == nil {
 		// Only a log whose every byte reached the disk may skip recovery next time.
-		st := logState{logStartOffset: l.logStartOffset, recoveryPoint: act.nextOffset, clean: true}
+		st := logState{logStartOffset: l.logStartOffset, recoveryPoint: act.NextOffset(), clean: true}
 		errs = append(errs, l.writeState(st))
 	}
 	if l.unlock != nil {

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"time"
+
+	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
 // The flush of sealed segments. Under SyncNever and SyncInterval a roll does not wait for the
@@ -23,7 +25,7 @@ import (
 // cache closes idle segments as usual, and a file that is gone has nothing left to flush.
 
 // flushedSuffixes are the files of a sealed segment that its flush syncs.
-var flushedSuffixes = [...]string{logSuffix, indexSuffix, timeIndexSuffix}
+var flushedSuffixes = [...]string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix}
 
 // startFlusher starts the log's flusher goroutine under SyncNever and SyncInterval: it flushes
 // sealed segments when a roll asks (wakeFlusher) and, under
@@ -167,12 +169,12 @@ func (l *Log) planFlush() (sealedFlush, error) {
 		return f, nil
 	}
 	for _, s := range l.segments[:len(l.segments)-1] {
-		if s.baseOffset >= f.target {
+		if s.BaseOffset() >= f.target {
 			break
 		}
-		if s.nextOffset > f.from || s.baseOffset >= f.from {
+		if s.NextOffset() > f.from || s.BaseOffset() >= f.from {
 			for _, suf := range flushedSuffixes {
-				f.paths = append(f.paths, s.path(suf))
+				f.paths = append(f.paths, s.Path(suf))
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -157,7 +158,7 @@ func TestReadRangeSendfile(t *testing.T) {
 		r, err := l.ReadRange(0, 1<<20)
 		require.NoError(t, err)
 		defer r.Close()
-		n, handled, err := sendfile(f, r.s.file, r.pos, r.Len())
+		n, handled, err := sendfile(f, r.s.File(), r.pos, r.Len())
 		require.NoError(t, err)
 		require.True(t, handled, "sendfile used for an *os.File")
 		require.Equal(t, r.Len(), n)
@@ -305,7 +306,7 @@ func TestReadsRacingCloseAreErrClosed(t *testing.T) {
 			}
 			return nil
 		},
-		"OffsetForTime": func(l *Log) error { _, err := l.OffsetForTime(testEpoch.UnixMilli() + 5); return err },
+		"OffsetForTime": func(l *Log) error { _, err := l.OffsetForTime(time.UnixMilli(testEpoch.UnixMilli() + 5)); return err },
 		"ReadRecord":    func(l *Log) error { var r Record; return l.ReadRecord(5, &r) },
 	}
 	for _, name := range slices.Sorted(maps.Keys(reads)) {

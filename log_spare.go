@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
 // Spare segment files. Creating a file is the slowest step of a roll, and it sits on the append
@@ -28,7 +30,7 @@ import (
 // spareSuffixes are the suffixes of a segment's files, in the order a roll renames the spares.
 // The .log goes last: while it is missing, a crash leaves at most index files without a .log,
 // which open deletes as orphans.
-var spareSuffixes = [...]string{indexSuffix, timeIndexSuffix, logSuffix}
+var spareSuffixes = [...]string{segment.IndexSuffix, segment.TimeIndexSuffix, segment.LogSuffix}
 
 // spareName is the name of the spare file for suffix, such as "next.log.spare".
 func spareName(suffix string) string { return "next" + suffix + ".spare" }
@@ -85,7 +87,7 @@ func (l *Log) claimSpare(base int64) bool {
 		return false
 	}
 	l.spareReady = false
-	stem := filepath.Join(l.dir, segmentName(base))
+	stem := filepath.Join(l.dir, segment.Name(base))
 	for _, suf := range spareSuffixes {
 		if err := l.fs.Rename(filepath.Join(l.dir, spareName(suf)), stem+suf); err != nil {
 			l.logger.Warn("claiming a spare segment file failed; the roll creates its own", "base_offset", base, "err", err)

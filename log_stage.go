@@ -2,6 +2,8 @@ package commitlog
 
 import (
 	"fmt"
+
+	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
 // Combined writes under SyncAlways.
@@ -21,13 +23,13 @@ import (
 
 // writeStage is the appends copied but not yet written; guarded by appendMu.
 type writeStage struct {
-	seg     *segment    // the active segment the bytes go to
-	pos     int64       // the file position of data[0]: seg's size when the stage began
-	data    []byte      // the staged batches, back to back
-	batches []batchInfo // positions relative to data
-	writes  int         // appends staged, each one sequence number
-	next    int64       // the offset after the last staged batch
-	maxTS   int64       // the largest staged MaxTimestamp
+	seg     *segment.Segment // the active segment the bytes go to
+	pos     int64            // the file position of data[0]: seg's size when the stage began
+	data    []byte           // the staged batches, back to back
+	batches []batchInfo      // positions relative to data
+	writes  int              // appends staged, each one sequence number
+	next    int64            // the offset after the last staged batch
+	maxTS   int64            // the largest staged MaxTimestamp
 	result  *stageResult
 }
 
@@ -63,28 +65,28 @@ func (l *Log) stageable(assign, await bool) bool {
 // staged already (whatever follows staged bytes must follow them in the file too), or the append
 // is stageable, its segment is not empty, and the last fsync covered several appends (appends
 // contend). Callers hold appendMu.
-func (l *Log) shouldStage(seg *segment, assign, await bool) bool {
+func (l *Log) shouldStage(seg *segment.Segment, assign, await bool) bool {
 	return l.stage.writes > 0 ||
-		(seg.size.Load() > 0 && l.lastRound.Load() > 1 && l.stageable(assign, await))
+		(seg.Size() > 0 && l.lastRound.Load() > 1 && l.stageable(assign, await))
 }
 
 // stageFits reports whether w can join the stage: it is stageable, the stage is for seg, and seg
 // would hold the stage and w together (canHold's rules, at the size the segment will have).
-func (l *Log) stageFits(seg *segment, w *pendingWrite, assign, await bool) bool {
+func (l *Log) stageFits(seg *segment.Segment, w *pendingWrite, assign, await bool) bool {
 	st := &l.stage
-	size := seg.size.Load()
+	size := seg.Size()
 	if size == 0 || (st.writes > 0 && st.seg != seg) || !l.stageable(assign, await) {
 		return false
 	}
-	return seg.canHoldAt(size+int64(len(st.data)), len(w.data), w.lastOffset, max(st.maxTS, w.maxTimestamp))
+	return seg.CanHoldAt(size+int64(len(st.data)), len(w.data), w.lastOffset, max(st.maxTS, w.maxTimestamp))
 }
 
 // stageWrite copies w, whose offsets are assigned, into the stage and returns its ticket.
 // Callers hold appendMu and checked stageFits.
-func (l *Log) stageWrite(seg *segment, w *pendingWrite) writeTicket {
+func (l *Log) stageWrite(seg *segment.Segment, w *pendingWrite) writeTicket {
 	st := &l.stage
 	if st.writes == 0 {
-		st.seg, st.pos, st.maxTS = seg, seg.size.Load(), -1
+		st.seg, st.pos, st.maxTS = seg, seg.Size(), -1
 		st.result = &stageResult{}
 	}
 	base := int64(len(st.data))
@@ -125,8 +127,8 @@ func (l *Log) drainStage() error {
 	}
 	// The indexes' space first, as write reserves it: a full disk fails the stage with nothing
 	// written.
-	if err := seg.reserveIndexes(len(st.batches)); err != nil {
-		res.err = wrapIOErr(fmt.Sprintf("reserve index space for %d appends to %s", writes, seg.path(logSuffix)), err)
+	if err := seg.ReserveIndexes(len(st.batches)); err != nil {
+		res.err = wrapIOErr(fmt.Sprintf("reserve index space for %d appends to %s", writes, seg.Path(segment.LogSuffix)), err)
 		l.skipSeqs(writes)
 		return res.err
 	}
@@ -136,11 +138,11 @@ func (l *Log) drainStage() error {
 		l.skipSeqs(writes)
 		return res.err
 	}
-	if _, err := seg.file.WriteAt(st.data, pos); err != nil {
-		if terr := seg.file.Truncate(pos); terr != nil {
-			l.fail(fmt.Errorf("remove partial write of %s at %d: %w (after %w)", seg.path(logSuffix), pos, terr, err))
+	if err := seg.WriteAt(st.data, pos); err != nil {
+		if terr := seg.DiscardFrom(pos); terr != nil {
+			l.fail(fmt.Errorf("remove partial write of %s at %d: %w (after %w)", seg.Path(segment.LogSuffix), pos, terr, err))
 		}
-		res.err = wrapIOErr(fmt.Sprintf("write %d appends to %s", writes, seg.path(logSuffix)), err)
+		res.err = wrapIOErr(fmt.Sprintf("write %d appends to %s", writes, seg.Path(segment.LogSuffix)), err)
 		l.skipSeqs(writes)
 		return res.err
 	}

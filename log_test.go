@@ -486,15 +486,15 @@ func TestOffsetForTime(t *testing.T) {
 		check := func() {
 			t.Helper()
 			for _, h := range hand {
-				got, err := l.OffsetForTime(testEpoch.UnixMilli() + h.ms)
+				got, err := l.OffsetForTime(time.UnixMilli(testEpoch.UnixMilli() + h.ms))
 				if h.ms == math.MinInt64 || h.ms == math.MaxInt64 {
-					got, err = l.OffsetForTime(h.ms)
+					got, err = l.OffsetForTime(time.UnixMilli(h.ms))
 				}
 				require.NoError(t, err)
 				require.Equal(t, h.want, got, "ts %d", h.ms)
 			}
 			for ms := int64(-2); ms <= 202; ms++ {
-				got, err := l.OffsetForTime(testEpoch.UnixMilli() + ms)
+				got, err := l.OffsetForTime(time.UnixMilli(testEpoch.UnixMilli() + ms))
 				require.NoError(t, err)
 				require.Equal(t, bruteForceOffsetForTime(ts, ms, end), got, "ts %d", ms)
 			}
@@ -716,7 +716,7 @@ func TestClosedLog(t *testing.T) {
 		require.ErrorIs(t, err, ErrClosed)
 		_, err = l.ReadRecords(0, 1<<20)
 		require.ErrorIs(t, err, ErrClosed)
-		_, err = l.OffsetForTime(0)
+		_, err = l.OffsetForTime(time.UnixMilli(0))
 		require.ErrorIs(t, err, ErrClosed)
 		require.ErrorIs(t, l.TruncateTo(5), ErrClosed)
 		require.ErrorIs(t, l.Sync(), ErrClosed)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -476,7 +477,7 @@ func TestOffsetForTimeOverACorruptBatchNamesItsOffset(t *testing.T) {
 		logFile := segPath(dir, 30, logSuffix)
 		flipByte(t, fsy, logFile, b+17)
 		l := openTestLog(t, fsy, dir, cfg)
-		_, err := l.OffsetForTime(testEpoch.UnixMilli() + 45)
+		_, err := l.OffsetForTime(time.UnixMilli(testEpoch.UnixMilli() + 45))
 		require.ErrorIs(t, err, ErrCorrupt)
 		require.Contains(t, err.Error(), fmt.Sprintf("%s position %d (offset 40)", logFile, b))
 	})

@@ -277,7 +277,7 @@ func TestRetentionBySize(t *testing.T) {
 		var segs []segInfo
 		p.log.mu.RLock()
 		for _, sg := range p.log.segments {
-			segs = append(segs, segInfo{sg.baseOffset, sg.size.Load()})
+			segs = append(segs, segInfo{sg.BaseOffset(), sg.Size()})
 		}
 		p.log.mu.RUnlock()
 		require.Greater(t, len(segs), 300)
@@ -887,7 +887,7 @@ func rtCheckedRead(l *Log, how int, off int64) error {
 		}
 		return rtCheckRecords(recs, off)
 	default:
-		got, err := l.OffsetForTime(workloadRecord(int(off)).Timestamp.UnixMilli())
+		got, err := l.OffsetForTime(workloadRecord(int(off)).Timestamp)
 		if err != nil {
 			return fmt.Errorf("OffsetForTime(time of %d): %w", off, err)
 		}
@@ -1129,7 +1129,7 @@ func TestTimeRetentionPassesASegmentWithACorruptBatch(t *testing.T) {
 		l := openTestLog(t, fsy, dir, cfg)
 		require.Equal(t, []int64{0, 30, 60}, segmentBases(l))
 
-		_, err := l.OffsetForTime(testEpoch.UnixMilli() + 45)
+		_, err := l.OffsetForTime(time.UnixMilli(testEpoch.UnixMilli() + 45))
 		require.ErrorIs(t, err, ErrCorrupt)
 
 		n, err := l.ApplyRetention(testEpoch.Add(DefaultRetentionDuration + time.Hour))

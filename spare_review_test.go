@@ -395,7 +395,7 @@ func requireReadsEverywhere(t *testing.T, l *Log, want []*Record) {
 	}
 	requireSameRecords(t, want, scanned)
 	for _, r := range want {
-		off, err := l.OffsetForTime(r.Timestamp.UnixMilli())
+		off, err := l.OffsetForTime(r.Timestamp)
 		require.NoError(t, err)
 		require.Equal(t, r.Offset, off, "OffsetForTime(%d)", r.Timestamp.UnixMilli())
 	}
