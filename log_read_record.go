@@ -95,7 +95,7 @@ func (l *Log) readRecordOnce(offset, hw int64, r *Record) (retry bool, err error
 		return false, err
 	}
 	for {
-		found, err := s.ReadRecord(offset, end, leo, pos, limit, gen, &l.bufs, func(h *recordbatch.Header, v *recordbatch.RecordView) { setRecord(r, h, v) })
+		found, err := s.ReadRecord(offset, end, leo, pos, limit, gen, &l.bufs, func(h recordbatch.Header, v recordbatch.RecordView) { setRecord(r, &h, &v) })
 		changed := s.Truncations() != gen
 		l.release(s)
 		switch {

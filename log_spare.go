@@ -77,7 +77,7 @@ func (l *Log) prepareSpare() {
 }
 
 // claimSpare renames the spare files to the names of the segment at base and reports whether
-// all three now stand there, empty. When a rename fails it reports false, and createSegment
+// all three now stand there, empty. When a rename fails it reports false, and segment.Create
 // creates (and truncates) whichever files it needs as it does without spares. Callers hold the
 // writers' lock, as roll does.
 func (l *Log) claimSpare(base int64) bool {

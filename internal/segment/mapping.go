@@ -20,7 +20,7 @@ import (
 // segment grows past it, and a read of bytes past it uses ReadAt until enough has been appended
 // to be worth a new mapping (remapStep). Touching a mapped page past the end of the file is a
 // SIGBUS, so the file must never shrink under a mapping in use: truncation holds the mappings
-// (holdMappings), which waits for the reads using the current one and makes no new one until it
+// (HoldMappings), which waits for the reads using the current one and makes no new one until it
 // is done. Appends only grow the file, and closing or removing a file leaves its pages mapped.
 
 // readMapping is one read-only mapping of a segment's .log file, counted: the segment holds one
@@ -127,7 +127,7 @@ func (s *Segment) dropMapping() {
 	}
 }
 
-// holdMappings is called before the .log file is truncated: no mapping is made until
+// HoldMappings is called before the .log file is truncated: no mapping is made until
 // releaseMappings, and the current one is unmapped, once the reads using it end, before it
 // returns. Reads hold a mapping only while they parse and copy a record, and take no lock of the
 // log meanwhile, so the wait is short and cannot deadlock with the truncation's locks.
@@ -143,7 +143,7 @@ func (s *Segment) HoldMappings() {
 	}
 }
 
-// releaseMappings ends a holdMappings.
+// ReleaseMappings ends a HoldMappings.
 func (s *Segment) ReleaseMappings() {
 	s.mapMu.Lock()
 	s.mapHold--

@@ -195,7 +195,7 @@ func (s *Segment) PositionOf(offset int64) (int64, error) {
 // meanwhile. Errors: the file system's, or ErrCorrupt when what remains does not scan whole.
 func (s *Segment) Truncate(pos int64) error {
 	// Counted before the cut, so that a read that saw the old bytes cannot cache their positions
-	// (positionCache.put) and sees the change when it checks the count after its read.
+	// (PositionCache.put) and sees the change when it checks the count after its read.
 	s.truncations.Add(1)
 	s.posCache.invalidate(s)
 	if err := s.file.Truncate(pos); err != nil {

@@ -38,14 +38,18 @@ func (b *Buffers) decoder(maxDecompressed int) *recordbatch.Decoder {
 	return &recordbatch.Decoder{Limits: recordbatch.Limits{MaxBatchSize: -1, MaxDecompressedSize: maxDecompressed}}
 }
 
+// RecordFunc receives the record ReadRecord found: its batch's header and the record's view,
+// passed by value so that a read allocates nothing (a pointer handed to a function value escapes
+// to the heap). v's bytes alias the segment's mapping or a buffer of the read, valid only during
+// the call: copy what you keep.
+type RecordFunc func(h recordbatch.Header, v recordbatch.RecordView)
+
 // ReadRecord finds the first record at or after offset and below end (the readable end: the log
 // end offset or the high watermark) in the segment, looking from the batch at pos (a position
 // Lookup gave for offset, or 0), below limit (the Size loaded with gen, its Truncations), and
-// hands it to set, which copies what it keeps: the header and the view alias the segment's
-// mapping or bufs' buffer, valid only during the call. leo is the log end offset: a batch
-// claiming it is damaged. Control batches (transaction markers) are skipped. found is false when
-// the segment holds no such record (offset lies in a gap after its last one); ErrNoRecord when
-// none is below end.
+// hands it to set (see RecordFunc). leo is the log end offset: a batch claiming it is damaged.
+// Control batches (transaction markers) are skipped. found is false when the segment holds no
+// such record (offset lies in a gap after its last one); ErrNoRecord when none is below end.
 //
 // The batch's CRC and record framing are checked on its first read; the positions of every
 // PositionStride-th record then go to the segment's PositionCache, and later reads of the batch
@@ -59,7 +63,7 @@ func (b *Buffers) decoder(maxDecompressed int) *recordbatch.Decoder {
 //
 // Errors wrap ErrCorrupt naming the file, the batch's position and offset, or are the file
 // system's. Concurrency as for Read.
-func (s *Segment) ReadRecord(offset, end, leo, pos, limit int64, gen uint64, bufs *Buffers, set func(*recordbatch.Header, *recordbatch.RecordView)) (found bool, err error) {
+func (s *Segment) ReadRecord(offset, end, leo, pos, limit int64, gen uint64, bufs *Buffers, set RecordFunc) (found bool, err error) {
 	m := s.mapping(limit)
 	if m != nil {
 		defer m.release()
@@ -137,7 +141,7 @@ func (s *Segment) ReadRecord(offset, end, leo, pos, limit int64, gen uint64, buf
 // recordInBatch hands to set the first record at or after offset of the batch at pos, whose
 // header is h, when it holds one below end. anchor is where the read began (the offset index's
 // position), under which the cache remembers the batch.
-func (s *Segment) recordInBatch(m *readMapping, buf *readBuf, anchor positionKey, pos int64, h *recordbatch.Header, offset, end int64, set func(*recordbatch.Header, *recordbatch.RecordView)) (bool, error) {
+func (s *Segment) recordInBatch(m *readMapping, buf *readBuf, anchor positionKey, pos int64, h *recordbatch.Header, offset, end int64, set RecordFunc) (bool, error) {
 	delta := int32(max(offset-h.BaseOffset, 0)) // offset <= h.LastOffset()
 	size := h.Size()
 	cache := s.posCache
@@ -187,7 +191,7 @@ func (s *Segment) recordInBatch(m *readMapping, buf *readBuf, anchor positionKey
 // recordFromMarks is recordInBatch for a batch in the cache: from the last mark at or before
 // delta, it reads the records up to the next mark, and when none of them is at or after delta
 // (a gap), the record at that mark.
-func (s *Segment) recordFromMarks(m *readMapping, buf *readBuf, pos int64, h *recordbatch.Header, marks *recordMarks, offset int64, delta int32, end int64, set func(*recordbatch.Header, *recordbatch.RecordView)) (bool, error) {
+func (s *Segment) recordFromMarks(m *readMapping, buf *readBuf, pos int64, h *recordbatch.Header, marks *recordMarks, offset int64, delta int32, end int64, set RecordFunc) (bool, error) {
 	sec := pos + recordbatch.HeaderSize
 	secLen := h.Size() - recordbatch.HeaderSize
 	for k := marks.mark(delta); k < len(marks.pos); k++ {
@@ -267,7 +271,7 @@ func markRecords(h *recordbatch.Header, sec []byte) (recordMarks, error) {
 // recordMarks) that is record number delta, reached by the records' lengths alone, and its offset
 // delta must be delta. found is false when b holds none; ErrNoRecord when that record is at or
 // past end.
-func (s *Segment) walkToRecord(pos int64, h *recordbatch.Header, b []byte, idx int, dense bool, offset int64, delta int32, end int64, set func(*recordbatch.Header, *recordbatch.RecordView)) (bool, error) {
+func (s *Segment) walkToRecord(pos int64, h *recordbatch.Header, b []byte, idx int, dense bool, offset int64, delta int32, end int64, set RecordFunc) (bool, error) {
 	p := 0
 	if dense {
 		for ; idx < int(delta) && p < len(b); idx++ {
@@ -301,7 +305,7 @@ func (s *Segment) walkToRecord(pos int64, h *recordbatch.Header, b []byte, idx i
 		if h.BaseOffset+int64(v.OffsetDelta) >= end {
 			return false, ErrNoRecord
 		}
-		set(h, &v)
+		set(*h, v)
 		return true, nil
 	}
 	return false, nil

@@ -93,7 +93,7 @@ func ParseName(name, suffix string) (int64, bool) {
 // The active segment's files are open for as long as it is active. A sealed segment's files are
 // opened on first use and may be closed again when idle (no read holds a reference) to keep the
 // files a store holds open under its bound (see FileCache): a read acquires the segment, then
-// finds its files open (filesReady) or opens them (open); they stay open until it releases.
+// finds its files open (FilesReady) or opens them (OpenFiles); they stay open until it releases.
 // The in-memory state (sizes, offsets, timestamps) stays whether the files are open or not.
 type Segment struct {
 	fs         fsys.FS
@@ -165,7 +165,7 @@ type Segment struct {
 	posCache  *PositionCache
 	positions *positionEntry
 
-	// The read mapping of the .log file (see segment_map.go): shared says whether the file
+	// The read mapping of the .log file (see mapping.go): shared says whether the file
 	// system's mappings share the file's pages; rmap is the current mapping, nil when none;
 	// mapMu serialises making and dropping it, and mapHold (guarded by mapMu) counts the
 	// truncations under way, during which no mapping is made.

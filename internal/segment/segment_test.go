@@ -116,7 +116,7 @@ func TestAppendReadReopen(t *testing.T) {
 
 		var got int64 = -1
 		var key string
-		set := func(h *recordbatch.Header, v *recordbatch.RecordView) {
+		set := func(h recordbatch.Header, v recordbatch.RecordView) {
 			got, key = h.BaseOffset+int64(v.OffsetDelta), string(v.Key)
 		}
 		for range 2 { // the second read finds the batch in the position cache
