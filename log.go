@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"path/filepath"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,7 +44,7 @@ type Log struct {
 	// mu guards what readers look at: the segment list, the active segment's indexes and
 	// in-memory state, the log start offset, closed. Writers hold it only to publish.
 	mu             sync.RWMutex
-	segments       []*segment.Segment // ordered by base offset; the last is the active segment
+	segments       segmentList // ordered by base offset; the last is the active segment
 	logStartOffset int64
 	recoveryPoint  int64 // offsets below are known durable; checkpointed
 	appendSeq      uint64
@@ -81,10 +80,9 @@ type Log struct {
 	// roleEpoch is the leader epoch of the partition's last role, saved with the high watermark.
 	roleEpoch atomic.Int32
 
-	// retireMu guards retired: segments removed from the log whose files wait for their readers
-	// and their delete delay before they are deleted.
-	retireMu sync.Mutex
-	retired  []*segment.Segment
+	// retired are the segments removed from the log whose files wait for their readers and their
+	// delete delay before they are deleted (log_retire.go).
+	retired retiredSegments
 
 	builders sync.Pool // *recordbatch.Builder
 	readBufs sync.Pool // *[]byte batch buffers of ReadRecords and Scan, which hand out no bytes of them
@@ -264,13 +262,6 @@ func (l *Log) SegmentCount() int {
 
 // active returns the segment appends go to. Callers hold mu or appendMu.
 func (l *Log) active() *segment.Segment { return l.segments[len(l.segments)-1] }
-
-// segmentFor returns the index of the segment whose range holds offset: the last one whose base
-// offset is <= offset. Callers hold mu.
-func (l *Log) segmentFor(offset int64) int {
-	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].BaseOffset() > offset })
-	return max(i-1, 0)
-}
 
 // Close flushes every segment (sealed segments whose background flush is pending too), stops the
 // background flusher, trims the indexes, records a clean shutdown so that the next open

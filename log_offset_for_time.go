@@ -44,7 +44,7 @@ func (l *Log) offsetForTimeOnce(ts int64) (off int64, retry bool, err error) {
 		limit int64
 	}
 	var cands []cand
-	for i := l.segmentFor(start); i < len(l.segments); i++ {
+	for i := l.segments.find(start); i < len(l.segments); i++ {
 		s := l.segments[i]
 		if s.MaxTimestamp() >= ts || s.TimesUnknown() {
 			cands = append(cands, cand{s, s.Truncations(), s.Size()})
@@ -90,7 +90,7 @@ func (l *Log) timeLookup(s *segment.Segment, ts, start int64) (from, pos int64, 
 		l.mu.RUnlock()
 		return 0, 0, false, ErrClosed
 	}
-	if i := l.segmentFor(s.BaseOffset()); l.segments[i] != s {
+	if i := l.segments.find(s.BaseOffset()); l.segments[i] != s {
 		l.mu.RUnlock()
 		return 0, 0, false, nil
 	}

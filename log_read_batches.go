@@ -138,7 +138,7 @@ func (l *Log) locate(offset int64) (readSpot, error) {
 // unlocks it (a segment whose files the cache closed is opened after that). On error the segment
 // is released.
 func (l *Log) acquireLocked(offset int64) (s *segment.Segment, gen uint64, limit, pos int64, err error) {
-	s = l.segments[l.segmentFor(offset)]
+	s = l.segments[l.segments.find(offset)]
 	s.Acquire()
 	// Truncation counts under mu, before it cuts the file and changes the size: the count is
 	// loaded with the size it goes with.
@@ -163,7 +163,7 @@ func (l *Log) acquireLocked(offset int64) (s *segment.Segment, gen uint64, limit
 func (l *Log) nextSegment(s *segment.Segment, end int64) (readSpot, error) {
 	l.mu.RLock()
 	sp := readSpot{end: end, logGen: l.truncGen.Load()}
-	next := l.segmentAfter(s.BaseOffset())
+	next := l.segments.after(s.BaseOffset())
 	if next == nil || next.BaseOffset() >= end || l.closed {
 		l.mu.RUnlock()
 		return sp, nil
@@ -208,14 +208,23 @@ func (l *Log) openAndLookup(s *segment.Segment, offset int64) (int64, error) {
 	return s.Lookup(offset), nil
 }
 
-// segmentAfter returns the first segment whose base offset is above base, or nil. Callers hold
-// mu.
-func (l *Log) segmentAfter(base int64) *segment.Segment {
-	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].BaseOffset() > base })
-	if i == len(l.segments) {
+// segmentList is a log's segments, ordered by base offset; the last is the active segment.
+type segmentList []*segment.Segment
+
+// find returns the index of the segment whose range holds offset: the last one whose base offset
+// is <= offset (0 when none is).
+func (sl segmentList) find(offset int64) int {
+	i := sort.Search(len(sl), func(i int) bool { return sl[i].BaseOffset() > offset })
+	return max(i-1, 0)
+}
+
+// after returns the first segment whose base offset is above base, or nil.
+func (sl segmentList) after(base int64) *segment.Segment {
+	i := sort.Search(len(sl), func(i int) bool { return sl[i].BaseOffset() > base })
+	if i == len(sl) {
 		return nil
 	}
-	return l.segments[i]
+	return sl[i]
 }
 
 func (l *Log) isClosed() bool {

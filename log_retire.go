@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/commitlog-go/commitlog/internal/segment"
@@ -31,15 +32,33 @@ func (l *Log) release(s *segment.Segment) {
 // passed. The caller has already removed them from l.segments under mu.
 func (l *Log) retire(segs []*segment.Segment) error {
 	deleteAt := l.now().Add(max(l.cfg.FileDeleteDelay, 0))
-	var errs []error
-	l.retireMu.Lock()
-	for _, s := range segs {
-		errs = append(errs, s.Retire(deleteAt, l.retiredSuffixFor(s.BaseOffset())))
-		l.retired = append(l.retired, s)
-	}
-	l.retireMu.Unlock()
+	errs := []error{l.retired.add(segs, deleteAt)}
 	errs = append(errs, l.fs.SyncDir(l.dir))
 	errs = append(errs, l.sweepRetired(l.now(), false))
+	return errors.Join(errs...)
+}
+
+// sweepRetired deletes the files of retired segments that no read uses and whose delete time
+// has come (all unused ones, with force).
+func (l *Log) sweepRetired(now time.Time, force bool) error { return l.retired.sweep(now, force) }
+
+// retiredSegments are the segments that left a log and wait for their readers and their delete
+// delay; mu guards segs, and serialises the renames of Retire with the removals of sweep.
+type retiredSegments struct {
+	mu   sync.Mutex
+	segs []*segment.Segment
+}
+
+// add renames the files of segs (see segment.Segment.Retire) and lists them, due for deletion at
+// deleteAt.
+func (r *retiredSegments) add(segs []*segment.Segment, deleteAt time.Time) error {
+	var errs []error
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range segs {
+		errs = append(errs, s.Retire(deleteAt, r.suffixFor(s.BaseOffset())))
+		r.segs = append(r.segs, s)
+	}
 	return errors.Join(errs...)
 }
 
@@ -49,12 +68,12 @@ func (l *Log) retire(segs []*segment.Segment) error {
 // file.delete.delay.ms), whose files have that name: then ".<n>.deleted", with the smallest n
 // from 1 that no waiting segment uses. Renaming over the waiting files would lose them under
 // their reads, and deleting them later would delete the new ones. Any name ending ".deleted" is
-// a leftover to the next open (see listSegments), as to Kafka's. Callers hold retireMu.
-func (l *Log) retiredSuffixFor(base int64) string {
+// a leftover to the next open (see listSegments), as to Kafka's. Callers hold mu.
+func (r *retiredSegments) suffixFor(base int64) string {
 	used := map[string]bool{}
-	for _, r := range l.retired {
-		if r.BaseOffset() == base {
-			used[r.RetiredSuffix()] = true
+	for _, s := range r.segs {
+		if s.BaseOffset() == base {
+			used[s.RetiredSuffix()] = true
 		}
 	}
 	suffix := segment.DeletedSuffix
@@ -64,7 +83,7 @@ func (l *Log) retiredSuffixFor(base int64) string {
 	return suffix
 }
 
-// trimRetirementNumber removes the ".<n>" that retiredSuffixFor puts before ".deleted" from
+// trimRetirementNumber removes the ".<n>" that suffixFor puts before ".deleted" from
 // stem, the name of a file without its ".deleted": "00000000000000000010.log.2" gives
 // "00000000000000000010.log". Other stems are returned as they are.
 func trimRetirementNumber(stem string) string {
@@ -80,14 +99,14 @@ func trimRetirementNumber(stem string) string {
 	return stem[:i]
 }
 
-// sweepRetired deletes the files of retired segments that no read uses and whose delete time
-// has come (all unused ones, with force).
-func (l *Log) sweepRetired(now time.Time, force bool) error {
-	l.retireMu.Lock()
-	defer l.retireMu.Unlock()
+// sweep deletes the files of retired segments that no read uses and whose delete time has come
+// (all unused ones, with force).
+func (r *retiredSegments) sweep(now time.Time, force bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var errs []error
-	keep := l.retired[:0]
-	for _, s := range l.retired {
+	keep := r.segs[:0]
+	for _, s := range r.segs {
 		removed, err := s.RemoveIfDue(now, force)
 		errs = append(errs, err)
 		if removed {
@@ -95,7 +114,7 @@ func (l *Log) sweepRetired(now time.Time, force bool) error {
 		}
 		keep = append(keep, s)
 	}
-	clear(l.retired[len(keep):])
-	l.retired = keep
+	clear(r.segs[len(keep):])
+	r.segs = keep
 	return errors.Join(errs...)
 }

@@ -45,7 +45,7 @@ func (l *Log) truncateTo(offset int64, newEpoch bool) error {
 
 	l.mu.RLock()
 	start, end := l.logStartOffset, l.active().NextOffset()
-	i := l.segmentFor(offset)
+	i := l.segments.find(offset)
 	l.mu.RUnlock()
 	if offset >= end {
 		return nil

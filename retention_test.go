@@ -751,9 +751,9 @@ func TestRetentionReadHeldAcrossClose(t *testing.T) {
 		release()
 		requireSameBytes(t, want, <-done)
 		require.Empty(t, rtSegmentFiles(t, fsy, dir, 0))
-		l.retireMu.Lock()
-		defer l.retireMu.Unlock()
-		require.Empty(t, l.retired, "nothing left open")
+		l.retired.mu.Lock()
+		defer l.retired.mu.Unlock()
+		require.Empty(t, l.retired.segs, "nothing left open")
 	})
 }
 
