@@ -726,7 +726,7 @@ func TestReadRecordClose(t *testing.T) {
 		wg.Wait()
 		requireNoErrs(t, errs)
 		for _, s := range l.segments {
-			require.False(t, s.Mapped(), "segment %d still holds a mapping", s.BaseOffset())
+			require.Equal(t, int64(-1), s.MappedSize(), "segment %d still holds a mapping", s.BaseOffset())
 		}
 	})
 }

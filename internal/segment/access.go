@@ -140,10 +140,6 @@ func (s *Segment) Pinned() bool { return s.pinned.Load() }
 // Retired reports whether Retire renamed the segment's files. Safe concurrently.
 func (s *Segment) Retired() bool { return s.retired.Load() }
 
-// Mapped reports whether the segment holds a read mapping of its .log file now. For tests and
-// diagnostics.
-func (s *Segment) Mapped() bool { return s.rmap.Load() != nil }
-
 // CloseIdle closes the files of s as its file cache closes an idle segment, if s is idle (open,
 // not pinned, held by no read): closed says whether it did. For tests and diagnostics; the files
 // open again on the next read.

@@ -100,10 +100,9 @@ func (e *positionEntry) holds(offset int64) bool {
 // a batch's CRC be checked once rather than at every read of one of its records, and a read step
 // over at most PositionStride-1 records.
 //
-// Entries of a segment go when its data may change or its files close: truncation (TruncateTo,
-// a follower's truncation), removal (retention, truncation), and closing (Close, the file
-// cache's eviction). A read that began before one of those cannot add an entry after it (see
-// put).
+// Entries of a segment go when its data may change or its files close: truncation
+// (Segment.Truncate), retirement (Segment.Retire), and closing (Segment.Close, the file cache's
+// eviction). A read that began before one of those cannot add an entry after it (see put).
 type PositionCache struct {
 	limit int64 // bytes; 0 keeps nothing
 

@@ -9,8 +9,8 @@ import (
 )
 
 // Buffers are the pooled buffers of reads: read-ahead buffers (Scratch) and decoders of
-// compressed batches. A log keeps one for its segments' reads and passes it to Read and
-// ReadRecord; the zero value is ready to use. Safe concurrently.
+// compressed batches. A log keeps one for its segments' reads and passes it to ReadRecord (and
+// its Scratch buffers to Read); the zero value is ready to use. Safe concurrently.
 type Buffers struct {
 	scratch  sync.Pool // *[]byte read-ahead buffers, LocateChunk to start with
 	decoders sync.Pool // *recordbatch.Decoder for ReadRecord's compressed batches

@@ -22,8 +22,9 @@ const (
 	TimeIndexSuffix = ".timeindex" // the time index
 )
 
-// Errors of the package. The root package re-exports them under the same names, so their texts
-// are the ones its callers see.
+// Errors of the package. The root package re-exports ErrCorrupt and ErrClosed under the same
+// names, so their texts are the ones its callers see; it turns ErrNoRecord into its own
+// ErrNoRecordYet.
 var (
 	// ErrCorrupt is wrapped by every error about bytes of a segment that are not a valid
 	// RecordBatch v2 (bad length, magic or CRC, records that disagree with their header); the
@@ -86,9 +87,11 @@ func ParseName(name, suffix string) (int64, bool) {
 	return n, true
 }
 
-// segment is one .log file and its two indexes. The log serialises writers; readers look the
-// indexes up under the log's read lock (the active segment's grow, and truncation rebuilds a
-// segment's), and read the .log file without it.
+// Segment is one .log file and its two indexes (Kafka's LogSegment with its OffsetIndex and
+// TimeIndex); see the package documentation for the layout, the lifecycle and which methods the
+// caller serialises. The caller (the log) serialises the writer's methods; readers look the
+// indexes up under the lock the writer publishes under (the active segment's grow, and
+// truncation rebuilds a segment's), and read the .log file without it.
 //
 // The active segment's files are open for as long as it is active. A sealed segment's files are
 // opened on first use and may be closed again when idle (no read holds a reference) to keep the
