@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
-
 	"github.com/commitlog-go/commitlog/internal/segment"
 )
 

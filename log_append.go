@@ -12,7 +12,6 @@ import (
 
 	"github.com/commitlog-go/commitlog/internal/checkpoint"
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
-
 	"github.com/commitlog-go/commitlog/internal/segment"
 )
 

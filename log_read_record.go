@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
-
 	"github.com/commitlog-go/commitlog/internal/segment"
 )
 

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 
 	"github.com/commitlog-go/commitlog/internal/checkpoint"
-
 	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
