@@ -40,7 +40,7 @@ func (l *Log) offsetForTimeOnce(ts int64) (off int64, retry bool, err error) {
 	// them all would keep every open one from being closed for the bound meanwhile.
 	type cand struct {
 		s     *segment.Segment
-		gen   uint64 // s.truncations, loaded with limit (see readSpot)
+		gen   uint64 // s.Truncations(), loaded with limit (see readSpot)
 		limit int64
 	}
 	var cands []cand

@@ -93,7 +93,7 @@ func (l *Log) readBatchesOnce(dst []byte, offset int64, maxBytes int, buf *[]byt
 // holding the offset, acquired (the reader releases it), its truncation count gen, the position
 // pos its offset index gives to scan from, its size limit, the log end offset end and the log's
 // truncation count logGen. A segment's bytes below limit change only by a truncation of that
-// segment, which counts in s.truncations before it cuts the file: a read that finds the count
+// segment, which counts in s.Truncations() before it cuts the file: a read that finds the count
 // still gen after it read has read bytes of the history that was current at logGen. A read that
 // finds it changed may have read cut or rewritten bytes, and locates the offset again; it never
 // takes them for damage.
