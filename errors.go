@@ -3,13 +3,16 @@ package commitlog
 import (
 	"errors"
 	"fmt"
+
+	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
 // Sentinel errors. Every error the package returns that one of these describes wraps it, so
 // callers test with errors.Is; the wrapping text names the file, position and offset involved.
 var (
-	// ErrClosed is returned by every method of a log, store or reader after Close.
-	ErrClosed = errors.New("commitlog: closed")
+	// ErrClosed is returned by every method of a log, store or reader after Close (the segment
+	// package's error, re-exported).
+	ErrClosed = segment.ErrClosed
 
 	// ErrOffsetOutOfRange is returned when an offset is below the log start offset or above the
 	// log end offset (Kafka's OFFSET_OUT_OF_RANGE). Reading a range at exactly the log end offset
@@ -30,8 +33,9 @@ var (
 	// RecordBatch v2 (bad length, magic or CRC, records that disagree with their header): reads
 	// of a batch that recovery left in place (any bad batch found after a clean shutdown or below
 	// the recovery point, and everything behind a broken length or magic in the same segment). It
-	// never means a torn tail in the unflushed region: that is truncated on open and logged.
-	ErrCorrupt = errors.New("commitlog: corrupt data")
+	// never means a torn tail in the unflushed region: that is truncated on open and logged. It is
+	// the segment package's error, re-exported.
+	ErrCorrupt = segment.ErrCorrupt
 
 	// ErrRecordTooLarge is returned when a record or batch is larger than the log's
 	// MaxMessageBytes (Kafka's max.message.bytes, RECORD_TOO_LARGE). Nothing of the call is

@@ -152,7 +152,7 @@ func TestStoreCloseReleasesDescriptorsAndMappings(t *testing.T) {
 			}
 		}
 		require.Greater(t, segments*filesPerSegment, 2*bound, "the workload must pass the bound")
-		openFiles, _, _ = fileCacheOf(s.o.fs).stats()
+		openFiles, _, _ = s.o.caches.Files.Stats()
 		mapped = len(mappingsUnder(fileMappings(t), dir))
 		require.NoError(t, s.Close())
 		return openFiles, mapped
@@ -336,8 +336,8 @@ func TestDescriptorLimitChild(t *testing.T) {
 	for err := range errs {
 		checkEMFILE("read", err)
 	}
-	_, peakFiles, _ := fileCacheOf(s.o.fs).stats()
-	bound := fileCacheOf(s.o.fs).limit
+	_, peakFiles, _ := s.o.caches.Files.Stats()
+	bound := s.o.caches.Files.Limit()
 	checkEMFILE("close", s.Close())
 	close(stopSampling)
 	<-sampled

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
+	"github.com/commitlog-go/commitlog/internal/segment"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,13 +27,13 @@ func smallSegmentConfig() LogConfig {
 // cacheLimit is the bound the tests set: four segments' files.
 const cacheLimit = 4 * filesPerSegment
 
-func logFileCache(l *Log) *fileCache { return fileCacheOf(l.fs) }
+func logFileCache(l *Log) *segment.FileCache { return l.caches.Files }
 
 // sealedSegments returns l's segments but the active one.
-func sealedSegments(l *Log) []*segment {
+func sealedSegments(l *Log) []*segment.Segment {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return append([]*segment(nil), l.segments[:len(l.segments)-1]...)
+	return append([]*segment.Segment(nil), l.segments[:len(l.segments)-1]...)
 }
 
 // TestFileCacheBoundsOpenSegments writes a log of dozens of segments under a bound of four
@@ -45,7 +46,7 @@ func TestFileCacheBoundsOpenSegments(t *testing.T) {
 		want := appendBatches(t, l, 120, 3)
 		require.Equal(t, 40, l.SegmentCount())
 		c := logFileCache(l)
-		open, peak, evicted := c.stats()
+		open, peak, evicted := c.Stats()
 		require.Equal(t, cacheLimit, open)
 		require.Equal(t, cacheLimit+filesPerSegment, peak)
 		require.Equal(t, l.SegmentCount()-cacheLimit/filesPerSegment, evicted)
@@ -61,16 +62,16 @@ func TestFileCacheBoundsOpenSegments(t *testing.T) {
 			requireSameRecords(t, want[recs[0].Offset:recs[0].Offset+int64(len(recs))], recs)
 			require.LessOrEqual(t, recs[0].Offset, int64(off))
 
-			got, err := l.OffsetForTime(want[off].Timestamp.UnixMilli())
+			got, err := l.OffsetForTime(want[off].Timestamp)
 			require.NoError(t, err)
 			require.Equal(t, int64(off), got)
 		}
-		open, peak, _ = c.stats()
+		open, peak, _ = c.Stats()
 		require.Equal(t, cacheLimit, open)
 		require.Equal(t, cacheLimit+filesPerSegment, peak)
 
 		require.NoError(t, l.Close())
-		open, _, _ = c.stats()
+		open, _, _ = c.Stats()
 		require.Zero(t, open)
 	})
 }
@@ -88,31 +89,31 @@ func TestFileCacheReadsHoldSegmentsOpen(t *testing.T) {
 
 		held := sealed[:8]
 		for _, s := range held {
-			acquire(s)
+			s.Acquire()
 			require.NoError(t, l.openForRead(s))
 		}
-		open, _, _ := c.stats()
+		open, _, _ := c.Stats()
 		// The eight held and the active segment: none may be closed.
 		require.Equal(t, 9*filesPerSegment, open)
-		buf := make([]byte, 0, locateChunk)
+		buf := make([]byte, 0, segment.LocateChunk)
 		for _, s := range held {
-			require.True(t, s.isOpen.Load(), "segment %d", s.baseOffset)
-			b, found, err := s.read(nil, s.baseOffset, l.LogEndOffset(), 0, s.size.Load(), 1, &buf)
+			require.True(t, s.FilesOpen(), "segment %d", s.BaseOffset())
+			b, found, err := s.Read(nil, s.BaseOffset(), l.LogEndOffset(), 0, s.Size(), 1, &buf)
 			require.NoError(t, err)
 			require.True(t, found)
-			recs, err := DecodeRecords(nil, b, s.baseOffset, 0)
+			recs, err := DecodeRecords(nil, b, s.BaseOffset(), 0)
 			require.NoError(t, err)
-			requireSameRecords(t, want[s.baseOffset:s.baseOffset+int64(len(recs))], recs)
+			requireSameRecords(t, want[s.BaseOffset():s.BaseOffset()+int64(len(recs))], recs)
 		}
 		for _, s := range held {
 			l.release(s)
 		}
 		// The next segment opened brings the files back under the bound.
 		last := sealed[len(sealed)-1]
-		recs, err := l.ReadRecords(last.baseOffset, 1)
+		recs, err := l.ReadRecords(last.BaseOffset(), 1)
 		require.NoError(t, err)
-		requireSameRecords(t, want[last.baseOffset:last.baseOffset+int64(len(recs))], recs)
-		open, _, _ = c.stats()
+		requireSameRecords(t, want[last.BaseOffset():last.BaseOffset()+int64(len(recs))], recs)
+		open, _, _ = c.Stats()
 		require.Equal(t, cacheLimit, open)
 	})
 }
@@ -128,33 +129,33 @@ func TestFileCacheRetiredSegmentReopens(t *testing.T) {
 		l := openTestLog(t, fsy, dir, cfg, WithMaxOpenFiles(cacheLimit))
 		want := appendBatches(t, l, 60, 3)
 		s := sealedSegments(l)[0]
-		require.False(t, s.isOpen.Load(), "the oldest segment's files should have been closed")
+		require.False(t, s.FilesOpen(), "the oldest segment's files should have been closed")
 
 		l.mu.RLock()
-		acquire(s)
+		s.Acquire()
 		l.mu.RUnlock()
 		l.cfg.RetentionBytes = 0 // every sealed segment goes
 		n, err := l.ApplyRetentionAt(testEpoch)
 		require.NoError(t, err)
 		require.Greater(t, n, 10)
-		require.True(t, s.retired.Load())
-		require.False(t, fsExists(t, fsy, segPath(dir, s.baseOffset, logSuffix)))
-		require.True(t, fsExists(t, fsy, segPath(dir, s.baseOffset, logSuffix+deletedSuffix)))
+		require.True(t, s.Retired())
+		require.False(t, fsExists(t, fsy, segPath(dir, s.BaseOffset(), logSuffix)))
+		require.True(t, fsExists(t, fsy, segPath(dir, s.BaseOffset(), logSuffix+deletedSuffix)))
 
 		require.NoError(t, l.openForRead(s))
-		buf := make([]byte, 0, locateChunk)
-		b, found, err := s.read(nil, s.baseOffset, l.LogEndOffset(), 0, s.size.Load(), 1, &buf)
+		buf := make([]byte, 0, segment.LocateChunk)
+		b, found, err := s.Read(nil, s.BaseOffset(), l.LogEndOffset(), 0, s.Size(), 1, &buf)
 		require.NoError(t, err)
 		require.True(t, found)
-		recs, err := DecodeRecords(nil, b, s.baseOffset, 0)
+		recs, err := DecodeRecords(nil, b, s.BaseOffset(), 0)
 		require.NoError(t, err)
-		requireSameRecords(t, want[s.baseOffset:s.baseOffset+int64(len(recs))], recs)
+		requireSameRecords(t, want[s.BaseOffset():s.BaseOffset()+int64(len(recs))], recs)
 
 		l.release(s)
 		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-			require.False(t, fsExists(t, fsy, segPath(dir, s.baseOffset, suf+deletedSuffix)), suf)
+			require.False(t, fsExists(t, fsy, segPath(dir, s.BaseOffset(), suf+deletedSuffix)), suf)
 		}
-		open, _, _ := logFileCache(l).stats()
+		open, _, _ := logFileCache(l).Stats()
 		require.Equal(t, filesPerSegment, open, "only the active segment is left")
 	})
 }
@@ -167,18 +168,18 @@ func TestFileCacheTruncateIntoClosedSegment(t *testing.T) {
 		l := openTestLog(t, fsy, dir, smallSegmentConfig(), WithMaxOpenFiles(cacheLimit))
 		want := appendBatches(t, l, 60, 3)
 		s := sealedSegments(l)[3]
-		require.False(t, s.isOpen.Load())
-		cut := s.baseOffset + 3 // the second batch of the segment
+		require.False(t, s.FilesOpen())
+		cut := s.BaseOffset() + 3 // the second batch of the segment
 		require.NoError(t, l.TruncateTo(cut))
 		require.Equal(t, cut, l.LogEndOffset())
 		require.Equal(t, s, l.active())
-		require.True(t, s.isOpen.Load())
-		require.True(t, s.pinned.Load())
+		require.True(t, s.FilesOpen())
+		require.True(t, s.Pinned())
 
 		more := appendBatches(t, l, 20, 3)
 		want = append(want[:cut], more...)
 		requireSameRecords(t, want, readAllRecords(t, l))
-		open, _, _ := logFileCache(l).stats()
+		open, _, _ := logFileCache(l).Stats()
 		require.Equal(t, cacheLimit, open)
 		requireIndexesWithin(t, l)
 
@@ -202,7 +203,7 @@ func TestFileCacheBoundsRecovery(t *testing.T) {
 				require.NoError(t, err)
 				want := appendBatches(t, l, 120, 3)
 				segs := l.SegmentCount()
-				open, _, evicted := logFileCache(l).stats()
+				open, _, evicted := logFileCache(l).Stats()
 				require.Equal(t, segs*filesPerSegment, open, "unbounded: every segment stays open")
 				require.Zero(t, evicted)
 				require.NoError(t, l.Close())
@@ -211,7 +212,7 @@ func TestFileCacheBoundsRecovery(t *testing.T) {
 				}
 
 				l = openTestLog(t, fsy, dir, smallSegmentConfig(), WithMaxOpenFiles(cacheLimit))
-				open, peak, evicted := logFileCache(l).stats()
+				open, peak, evicted := logFileCache(l).Stats()
 				require.Equal(t, cacheLimit, open)
 				require.Equal(t, cacheLimit+filesPerSegment, peak)
 				if crash {
@@ -235,7 +236,7 @@ func TestFileCacheSharedByStore(t *testing.T) {
 	s, err := OpenInMemory(WithClock(fixedClock), WithMaxOpenFiles(limit))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	c := fileCacheOf(s.o.fs)
+	c := s.o.caches.Files
 	ctx := context.Background()
 	var logs []*Log
 	for _, name := range []string{"a", "b", "c"} {
@@ -249,15 +250,15 @@ func TestFileCacheSharedByStore(t *testing.T) {
 			require.NoError(t, tp.Append(ctx, workloadRecords(i*6, 6)...))
 		}
 	}
-	open, _, evicted := c.stats()
+	open, _, evicted := c.Stats()
 	require.Equal(t, limit, open)
 	require.Positive(t, evicted)
 	for _, l := range logs {
-		require.True(t, l.active().isOpen.Load())
-		require.True(t, l.active().pinned.Load())
+		require.True(t, l.active().FilesOpen())
+		require.True(t, l.active().Pinned())
 		require.Equal(t, int64(0), stMust(l.ReadRecords(0, 1))[0].Offset)
 	}
-	open, _, _ = c.stats()
+	open, _, _ = c.Stats()
 	require.Equal(t, limit, open)
 
 	// A bound below the active segments alone: they stay open all the same.
@@ -269,10 +270,10 @@ func TestFileCacheSharedByStore(t *testing.T) {
 	for i := range 30 {
 		require.NoError(t, tp.Append(ctx, workloadRecords(i*6, 6)...))
 	}
-	open, _, _ = fileCacheOf(s2.o.fs).stats()
+	open, _, _ = s2.o.caches.Files.Stats()
 	require.Equal(t, 3*filesPerSegment, open)
 	require.NoError(t, s2.Close())
-	open, _, _ = fileCacheOf(s2.o.fs).stats()
+	open, _, _ = s2.o.caches.Files.Stats()
 	require.Zero(t, open)
 }
 
@@ -314,7 +315,7 @@ func TestFileCacheConcurrentReads(t *testing.T) {
 					}
 					if err == nil && g%2 == 0 {
 						var got int64
-						got, err = l.OffsetForTime(testEpoch.Add(time.Duration(off) * time.Millisecond).UnixMilli())
+						got, err = l.OffsetForTime(testEpoch.Add(time.Duration(off) * time.Millisecond))
 						if err == nil && got != off {
 							err = errors.New("OffsetForTime returned another offset")
 						}
@@ -332,8 +333,8 @@ func TestFileCacheConcurrentReads(t *testing.T) {
 		// Reads that held their segments at the last open may have left more open than the bound:
 		// the next open closes them; trim is what it runs.
 		c := logFileCache(l)
-		c.trim()
-		open, _, evicted := c.stats()
+		c.Trim()
+		open, _, evicted := c.Stats()
 		require.Equal(t, cacheLimit, open)
 		require.Positive(t, evicted)
 	})
@@ -351,7 +352,7 @@ func sameWorkloadRecord(r *Record) string {
 // TestMaxOpenFilesOption: the default follows the descriptor limit, a positive n is the bound, a
 // negative one removes it.
 func TestMaxOpenFilesOption(t *testing.T) {
-	limitOf := func(opts ...Option) int { return fileCacheOf(newOptions(opts).fs).limit }
+	limitOf := func(opts ...Option) int { return newOptions(opts).caches.Files.Limit() }
 	want := DefaultMaxOpenFiles
 	if n, ok := descriptorLimit(); ok {
 		want = min(DefaultMaxOpenFiles, max(n/4, minOpenFiles))
@@ -363,7 +364,6 @@ func TestMaxOpenFilesOption(t *testing.T) {
 	// The file system of one store given to another gets the new store's cache, not both.
 	o := newOptions([]Option{WithMaxOpenFiles(30)})
 	o2 := newOptions([]Option{withFS(o.fs), WithMaxOpenFiles(60)})
-	require.Equal(t, 60, fileCacheOf(o2.fs).limit)
-	_, nested := o2.fs.(*cachedFS).FS.(*cachedFS)
-	require.False(t, nested)
+	require.Equal(t, 60, o2.caches.Files.Limit())
+	require.NotSame(t, o.caches.Files, o2.caches.Files)
 }

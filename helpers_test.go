@@ -23,6 +23,20 @@ import (
 	"github.com/commitlog-go/commitlog/internal/faultfs"
 	"github.com/commitlog-go/commitlog/internal/fsys"
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
+	"github.com/commitlog-go/commitlog/internal/segment"
+)
+
+// The segment package's file names, under the names the tests use.
+const (
+	logSuffix       = segment.LogSuffix
+	indexSuffix     = segment.IndexSuffix
+	timeIndexSuffix = segment.TimeIndexSuffix
+	deletedSuffix   = segment.DeletedSuffix
+)
+
+var (
+	segmentName      = segment.Name
+	parseSegmentName = segment.ParseName
 )
 
 // The behaviour tests of Log run every case against both file systems the log supports: the
@@ -366,7 +380,7 @@ func requireIndexesWithin(t *testing.T, l *Log) {
 	l.mu.RLock()
 	segs := slices.Clone(l.segments)
 	for _, s := range segs {
-		acquire(s)
+		s.Acquire()
 	}
 	l.mu.RUnlock()
 	defer func() {
@@ -379,16 +393,14 @@ func requireIndexesWithin(t *testing.T, l *Log) {
 	}
 	l.mu.RLock()
 	for _, s := range segs {
-		size := s.size.Load()
-		for i := range s.offsetIdx.Entries() {
-			off, pos := s.offsetIdx.Entry(i)
-			entries = append(entries, entry{file: s.path(indexSuffix), offset: off, pos: pos, next: s.nextOffset, size: size})
+		st := s.State()
+		for _, e := range st.OffsetEntries {
+			entries = append(entries, entry{file: s.Path(indexSuffix), offset: e[0], pos: e[1], next: st.NextOffset, size: st.Size})
 		}
-		for i := range s.timeIdx.Entries() {
-			_, off := s.timeIdx.Entry(i)
-			entries = append(entries, entry{file: s.path(timeIndexSuffix), offset: off, pos: -1, next: s.nextOffset, size: size})
+		for _, e := range st.TimeEntries {
+			entries = append(entries, entry{file: s.Path(timeIndexSuffix), offset: e[1], pos: -1, next: st.NextOffset, size: st.Size})
 		}
-		checks = append(checks, entry{file: s.path(logSuffix), checkOffsets: s.offsetIdx.Check(size), checkTimes: s.timeIdx.Check(s.nextOffset - 1)})
+		checks = append(checks, entry{file: s.Path(logSuffix), checkOffsets: st.OffsetCheck, checkTimes: st.TimeCheck})
 	}
 	l.mu.RUnlock()
 	for _, e := range entries {
@@ -407,7 +419,7 @@ func segmentBases(l *Log) []int64 {
 	defer l.mu.RUnlock()
 	var out []int64
 	for _, s := range l.segments {
-		out = append(out, s.baseOffset)
+		out = append(out, s.BaseOffset())
 	}
 	return out
 }

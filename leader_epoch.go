@@ -16,6 +16,7 @@ import (
 
 	"github.com/commitlog-go/commitlog/internal/checkpoint"
 	"github.com/commitlog-go/commitlog/internal/fsys"
+	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
 
 // leaderEpochFileName is the file, in the partition folder, that lists the first offset each
@@ -235,7 +236,7 @@ func (l *Log) loadEpochs(scanFrom int64, newEpoch bool) error {
 	if rebuild {
 		scanFrom = 0
 	}
-	leo, start := l.active().nextOffset, l.logStartOffset
+	leo, start := l.active().NextOffset(), l.logStartOffset
 	top, _ := l.epochs.latest() // before the cut: the highest epoch the last run recorded
 	// An entry starting exactly at the log end offset is an epoch begun with nothing appended
 	// yet (a leader's, or the local epoch a truncation started): it stays, or the next appends
@@ -257,17 +258,13 @@ func (l *Log) loadEpochs(scanFrom int64, newEpoch bool) error {
 			r.Close()
 			break
 		}
-		sc := newScanner(r.s.file, r.pos, r.pos+r.size, r.s.maxBatchSize(), headerWalkChunk, nil)
-		for {
-			h, err := sc.header()
-			if err != nil {
-				break // io.EOF at the range's end; the range holds whole batches
-			}
+		// The range holds whole batches: the walk ends at its end.
+		_ = r.s.WalkHeaders(r.pos, r.pos+r.size, off, func(_ int64, h *recordbatch.Header) bool {
 			if h.LastOffset() >= off {
 				changed = l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset) || changed
 			}
-			sc.skip(h)
-		}
+			return true
+		})
 		off = max(off, r.NextOffset())
 		r.Close()
 	}
@@ -319,7 +316,7 @@ func (l *Log) latestEpoch() int32 {
 func (l *Log) endOffsetForEpoch(epoch int32) (int32, int64) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.epochs.endOffsetFor(epoch, l.active().nextOffset)
+	return l.epochs.endOffsetFor(epoch, l.active().NextOffset())
 }
 
 // startLeaderEpoch makes epoch the one stamped on every batch the log assigns offsets to from now
@@ -337,7 +334,7 @@ func (l *Log) startLeaderEpoch(epoch int32) error {
 	l.leaderEpoch = epoch
 	changed := false
 	if e, ok := l.epochs.latest(); !ok || epoch > e.epoch {
-		changed = l.epochs.assign(epoch, l.active().nextOffset)
+		changed = l.epochs.assign(epoch, l.active().NextOffset())
 	}
 	l.mu.Unlock()
 	if changed {
@@ -388,7 +385,7 @@ func (l *Log) startLocalEpoch(top int32, offset int64) bool {
 func (l *Log) epochOf(offset int64) int32 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if offset < l.logStartOffset || offset >= l.active().nextOffset {
+	if offset < l.logStartOffset || offset >= l.active().NextOffset() {
 		return UndefinedEpoch
 	}
 	return l.epochs.epochAt(offset)

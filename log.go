@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"math"
 	"path/filepath"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
+	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
 // lockFileName is the directory lock of a log opened on its own, named as Kafka names the lock
@@ -42,7 +42,7 @@ type Log struct {
 	// mu guards what readers look at: the segment list, the active segment's indexes and
 	// in-memory state, the log start offset, closed. Writers hold it only to publish.
 	mu             sync.RWMutex
-	segments       []*segment // ordered by base offset; the last is the active segment
+	segments       segmentList // ordered by base offset; the last is the active segment
 	logStartOffset int64
 	recoveryPoint  int64 // offsets below are known durable; checkpointed
 	appendSeq      uint64
@@ -64,15 +64,17 @@ type Log struct {
 	// owner holds the owner's callbacks and an earlier version's replication lines (logOwner).
 	owner logOwner
 
-	// retireMu guards retired: segments removed from the log whose files wait for their readers
-	// and their delete delay before they are deleted.
-	retireMu sync.Mutex
-	retired  []*segment
+	// retired are the segments removed from the log whose files wait for their readers and their
+	// delete delay before they are deleted (log_retire.go).
+	retired retiredSegments
 
 	builders sync.Pool // *recordbatch.Builder
-	scratch  sync.Pool // *[]byte read-ahead buffers for reads
 	readBufs sync.Pool // *[]byte batch buffers of ReadRecords and Scan, which hand out no bytes of them
-	decoders sync.Pool // *recordbatch.Decoder for ReadRecord's compressed batches
+	// segCfg is what the segments use of cfg; caches the store-wide caches they share (the
+	// open-file bound, the record position cache); bufs the pooled buffers of their reads.
+	segCfg segment.Config
+	caches segment.Caches
+	bufs   segment.Buffers
 
 	// flushTarget is the base offset of the newest roll: the sealed segments below it are to be
 	// flushed, and the recovery point advances to it once they are (see flushSealed). truncGen
@@ -128,7 +130,10 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	if err != nil {
 		return nil, err
 	}
-	l = &Log{dir: dir, cfg: cfg, sync: policy, fs: o.fs, logger: o.logger.With("log", dir), now: o.now}
+	l = &Log{dir: dir, cfg: cfg, sync: policy, fs: o.fs, logger: o.logger.With("log", dir), now: o.now, caches: o.caches}
+	l.segCfg = segment.Config{IndexIntervalBytes: cfg.IndexIntervalBytes, SegmentBytes: cfg.SegmentBytes,
+		SegmentDuration: cfg.SegmentDuration, SegmentIndexBytes: cfg.SegmentIndexBytes,
+		MaxMessageBytes: cfg.MaxMessageBytes, MaxDecompressedBytes: cfg.readDecompressLimit()}
 	l.gc.init()
 	l.spares = spareFiles{fs: l.fs, dir: dir, logger: l.logger}
 	if err := fsys.MkdirAllDurable(l.fs, dir, 0o755); err != nil {
@@ -148,7 +153,7 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	defer func() {
 		if err != nil {
 			for _, s := range opened.segments {
-				s.close()
+				s.Close()
 			}
 			if opened.unlock != nil {
 				opened.unlock.Close()
@@ -170,7 +175,7 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	if err := l.rewriteAfterFailedSync(rewriteFrom); err != nil {
 		return nil, err
 	}
-	epochsFrom := l.active().baseOffset // a Kafka broker's folder: its file covers its flushed segments
+	epochsFrom := l.active().BaseOffset() // a Kafka broker's folder: its file covers its flushed segments
 	if haveState {
 		epochsFrom = st.recoveryPoint
 		if st.clean {
@@ -206,7 +211,7 @@ func (l *Log) LogStartOffset() int64 {
 func (l *Log) LogEndOffset() int64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.active().nextOffset
+	return l.active().NextOffset()
 }
 
 // Size returns the bytes of batches in all segments.
@@ -215,7 +220,7 @@ func (l *Log) Size() int64 {
 	defer l.mu.RUnlock()
 	var n int64
 	for _, s := range l.segments {
-		n += s.size.Load()
+		n += s.Size()
 	}
 	return n
 }
@@ -228,14 +233,7 @@ func (l *Log) SegmentCount() int {
 }
 
 // active returns the segment appends go to. Callers hold mu or appendMu.
-func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
-
-// segmentFor returns the index of the segment whose range holds offset: the last one whose base
-// offset is <= offset. Callers hold mu.
-func (l *Log) segmentFor(offset int64) int {
-	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].baseOffset > offset })
-	return max(i-1, 0)
-}
+func (l *Log) active() *segment.Segment { return l.segments[len(l.segments)-1] }
 
 // Close flushes every segment (sealed segments whose background flush is pending too), stops the
 // background flusher, trims the indexes, records a clean shutdown so that the next open
@@ -278,7 +276,7 @@ func (l *Log) Close() error {
 		}
 	}
 	if clean {
-		if err := act.file.Sync(); err != nil {
+		if err := act.Sync(); err != nil {
 			errs = append(errs, l.fail(err))
 			clean = false
 		} else {
@@ -286,13 +284,13 @@ func (l *Log) Close() error {
 		}
 	}
 	for _, s := range l.segments {
-		errs = append(errs, s.close())
+		errs = append(errs, s.Close())
 	}
 	// Nobody can start a read now; files of reads still running go with the log.
 	errs = append(errs, l.sweepRetired(time.Time{}, true), l.spares.remove())
 	if clean && errors.Join(errs...) == nil {
 		// Only a log whose every byte reached the disk may skip recovery next time.
-		st := logState{logStartOffset: l.logStartOffset, recoveryPoint: act.nextOffset, clean: true}
+		st := logState{logStartOffset: l.logStartOffset, recoveryPoint: act.NextOffset(), clean: true}
 		errs = append(errs, l.writeState(st))
 	}
 	if l.unlock != nil {

@@ -11,7 +11,17 @@ import (
 
 	"github.com/commitlog-go/commitlog/internal/checkpoint"
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
+	"github.com/commitlog-go/commitlog/internal/segment"
 )
+
+// batchInfo is what the log needs to know of a batch it is about to index.
+type batchInfo struct {
+	position     int64
+	size         int
+	baseOffset   int64
+	lastOffset   int64
+	maxTimestamp int64
+}
 
 // pendingWrite is one or more whole batches about to be written to the active segment.
 type pendingWrite struct {
@@ -233,7 +243,7 @@ func (l *Log) write(w *pendingWrite, assign, await bool) (t writeTicket, firstOf
 		return t, 0, err
 	}
 	seg := l.active()
-	leo := seg.nextOffset
+	leo := seg.NextOffset()
 	if l.gc.stage.writes > 0 {
 		leo = l.gc.stage.next
 	}
@@ -263,7 +273,7 @@ func (l *Log) write(w *pendingWrite, assign, await bool) (t writeTicket, firstOf
 		}
 	}
 
-	if !seg.canHold(len(w.data), w.lastOffset, w.maxTimestamp) {
+	if !seg.CanHold(len(w.data), w.lastOffset, w.maxTimestamp) {
 		// A follower's batch after a gap starts the new segment at its own base offset.
 		if err := l.roll(max(leo, w.firstOffset)); err != nil {
 			return t, 0, err
@@ -273,21 +283,21 @@ func (l *Log) write(w *pendingWrite, assign, await bool) (t writeTicket, firstOf
 
 	// The indexes' space first: a full disk then fails the write before any of it is in the
 	// .log, and the stores of its entries through the mappings cannot fault.
-	if err := seg.reserveIndexes(len(w.batches)); err != nil {
-		return t, 0, wrapIOErr("reserve index space of "+seg.path(logSuffix), err)
+	if err := seg.ReserveIndexes(len(w.batches)); err != nil {
+		return t, 0, wrapIOErr("reserve index space of "+seg.Path(segment.LogSuffix), err)
 	}
 	epochsOnDisk, err := l.writeEpochsAhead(w.data, w.batches)
 	if err != nil {
 		return t, 0, err
 	}
-	pos := seg.size.Load()
-	if _, err := seg.file.WriteAt(w.data, pos); err != nil {
+	pos := seg.Size()
+	if err := seg.WriteAt(w.data, pos); err != nil {
 		// Remove whatever part reached the file so the framing stays whole; if even that fails
 		// the file's state is unknown and the log stops taking writes.
-		if terr := seg.file.Truncate(pos); terr != nil {
-			l.fail(fmt.Errorf("remove partial write of %s at %d: %w (after %w)", seg.path(logSuffix), pos, terr, err))
+		if terr := seg.DiscardFrom(pos); terr != nil {
+			l.fail(fmt.Errorf("remove partial write of %s at %d: %w (after %w)", seg.Path(segment.LogSuffix), pos, terr, err))
 		}
-		return t, 0, wrapIOErr("write "+seg.path(logSuffix), err)
+		return t, 0, wrapIOErr("write "+seg.Path(segment.LogSuffix), err)
 	}
 	if err := l.publish(seg, w.data, w.batches, pos, 1, epochsOnDisk); err != nil {
 		return t, 0, err
@@ -337,25 +347,25 @@ func (l *Log) writeEpochsAhead(data []byte, batches []batchInfo) (bool, error) {
 // readers see: the indexes, the segment's size and next offset, the append sequence number; and,
 // once per leader epoch, writes the epoch file before any of them is acknowledged, unless
 // epochsOnDisk says that writeEpochsAhead wrote it. Callers hold appendMu.
-func (l *Log) publish(seg *segment, data []byte, batches []batchInfo, pos int64, writes int, epochsOnDisk bool) error {
+func (l *Log) publish(seg *segment.Segment, data []byte, batches []batchInfo, pos int64, writes int, epochsOnDisk bool) error {
 	l.mu.Lock()
 	var ierr error
 	newEpoch := false
 	for _, b := range batches {
 		newEpoch = l.epochs.assign(recordbatch.PartitionLeaderEpochOf(data[b.position:]), b.baseOffset) || newEpoch
 		b.position += pos
-		if ierr = seg.indexBatch(b); ierr != nil {
+		if ierr = seg.IndexBatch(segment.BatchInfo{Position: b.position, Size: b.size, LastOffset: b.lastOffset, MaxTimestamp: b.maxTimestamp}); ierr != nil {
 			break
 		}
 	}
 	if ierr == nil {
-		seg.size.Store(pos + int64(len(data)))
+		seg.SetSize(pos + int64(len(data)))
 		l.appendSeq += uint64(writes)
 		l.gc.assignedSeq.Store(l.appendSeq)
 	}
 	l.mu.Unlock()
 	if ierr != nil {
-		return l.fail(fmt.Errorf("index %s: %w", seg.path(logSuffix), ierr))
+		return l.fail(fmt.Errorf("index %s: %w", seg.Path(segment.LogSuffix), ierr))
 	}
 	if newEpoch && !epochsOnDisk {
 		// Once per leader epoch: the first batch of an epoch is not acknowledged before the
@@ -385,19 +395,19 @@ func (l *Log) publish(seg *segment, data []byte, batches []batchInfo, pos int64,
 // them; a process kill loses nothing of them, the page cache keeps it.
 func (l *Log) roll(newBase int64) error {
 	old := l.active()
-	empty := old.size.Load() == 0
-	if empty && newBase == old.baseOffset {
+	empty := old.Size() == 0
+	if empty && newBase == old.BaseOffset() {
 		// Rolling an empty segment to its own base would recreate it under the same name; only a
 		// write wider than one segment's 2^31 offsets asks that, and validateRaw refuses those.
 		return fmt.Errorf("%w: a write cannot fit an empty segment at base offset %d", ErrCorrupt, newBase)
 	}
 	always := l.sync.rollSyncs()
 	if !empty && always {
-		if err := old.file.Sync(); err != nil {
-			return l.fail(fmt.Errorf("seal %s: %w", old.path(logSuffix), err))
+		if err := old.Sync(); err != nil {
+			return l.fail(fmt.Errorf("seal %s: %w", old.Path(segment.LogSuffix), err))
 		}
 	}
-	seg, err := createSegment(l.fs, l.dir, newBase, &l.cfg, l.spares.claim(newBase))
+	seg, err := segment.Create(l.fs, l.dir, newBase, &l.segCfg, l.caches, l.spares.claim(newBase))
 	if err != nil {
 		// Nothing changed: the old segment is still the active one, whole and writable.
 		l.logger.Warn("creating the next segment failed; the log stays on its active segment", "base_offset", newBase, "err", err)
@@ -407,26 +417,23 @@ func (l *Log) roll(newBase int64) error {
 		// Readers look up the indexes under mu, so remapping them happens under it; the fsync
 		// of the trimmed indexes after happens outside, so that readers never wait for the disk.
 		l.mu.Lock()
-		err := old.sealIndexes()
+		err := old.SealIndexes()
 		l.mu.Unlock()
 		if err == nil && always {
-			err = old.syncIndexes()
+			err = old.SyncIndexes()
 		}
 		if err != nil {
-			return errors.Join(l.fail(fmt.Errorf("seal %s: %w", old.path(logSuffix), err)), seg.remove())
+			return errors.Join(l.fail(fmt.Errorf("seal %s: %w", old.Path(segment.LogSuffix), err)), seg.Remove())
 		}
 		// Sealed, the indexes are read-only and their bytes are in the page cache: the file
 		// cache may close the files before the flusher syncs them by path. The new segment's
 		// files were added to the cache while the old one was still pinned: the bound is
 		// enforced again now that it can be closed.
-		old.pinned.Store(false)
-		if old.files != nil {
-			old.files.trim()
-		}
+		old.Unpin()
 	}
 	if always {
 		if err := l.fs.SyncDir(l.dir); err != nil {
-			seg.remove()
+			seg.Remove()
 			return l.fail(fmt.Errorf("sync directory %s: %w", l.dir, err))
 		}
 	} else {
@@ -448,8 +455,8 @@ func (l *Log) roll(newBase int64) error {
 	l.mu.Unlock()
 	if empty {
 		// Out of the list now, so no new read picks it; an empty segment has no bytes to read.
-		if err := old.remove(); err != nil {
-			return l.fail(fmt.Errorf("remove empty segment %s: %w", old.path(logSuffix), err))
+		if err := old.Remove(); err != nil {
+			return l.fail(fmt.Errorf("remove empty segment %s: %w", old.Path(segment.LogSuffix), err))
 		}
 	}
 	if !always {
@@ -529,8 +536,8 @@ func (l *Log) fsyncTo(seq uint64) (uint64, error) {
 	if closed {
 		return l.durableSeq, ErrClosed
 	}
-	if err := seg.file.Sync(); err != nil {
-		return l.durableSeq, l.fail(fmt.Errorf("fdatasync %s: %w", seg.path(logSuffix), err))
+	if err := seg.Sync(); err != nil {
+		return l.durableSeq, l.fail(fmt.Errorf("fdatasync %s: %w", seg.Path(segment.LogSuffix), err))
 	}
 	l.gc.lastRound.Store(target - l.durableSeq)
 	l.durableSeq = target

@@ -264,10 +264,10 @@ func TestLogAppendTime(t *testing.T) {
 		for _, r := range readAllRecords(t, l) {
 			require.Equal(t, now.UnixMilli(), r.Timestamp.UnixMilli(), "offset %d", r.Offset)
 		}
-		off, err := l.OffsetForTime(now.UnixMilli())
+		off, err := l.OffsetForTime(now)
 		require.NoError(t, err)
 		require.Equal(t, int64(0), off)
-		off, err = l.OffsetForTime(now.UnixMilli() + 1)
+		off, err = l.OffsetForTime(time.UnixMilli(now.UnixMilli() + 1))
 		require.NoError(t, err)
 		require.Equal(t, int64(9), off)
 	})

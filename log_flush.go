@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
+	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
 // The flush of sealed segments. Under SyncNever and SyncInterval a roll does not wait for the
@@ -47,7 +48,7 @@ type flushedLog interface {
 }
 
 // flushedSuffixes are the files of a sealed segment that its flush syncs.
-var flushedSuffixes = [...]string{logSuffix, indexSuffix, timeIndexSuffix}
+var flushedSuffixes = [...]string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix}
 
 // start starts the log's flusher goroutine under SyncNever and SyncInterval (policy): it flushes
 // sealed segments of l when a roll asks (wakeUp), making the spares of the next roll first, and,
@@ -191,12 +192,12 @@ func (l *Log) planFlush() (sealedFlush, error) {
 		return f, nil
 	}
 	for _, s := range l.segments[:len(l.segments)-1] {
-		if s.baseOffset >= f.target {
+		if s.BaseOffset() >= f.target {
 			break
 		}
-		if s.nextOffset > f.from || s.baseOffset >= f.from {
+		if s.NextOffset() > f.from || s.BaseOffset() >= f.from {
 			for _, suf := range flushedSuffixes {
-				f.paths = append(f.paths, s.path(suf))
+				f.paths = append(f.paths, s.Path(suf))
 			}
 		}
 	}

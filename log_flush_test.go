@@ -223,7 +223,7 @@ func TestFlushRacingTruncationAndRetention(t *testing.T) {
 		require.NoError(t, l.Sync())
 		require.False(t, l.flushPending())
 		st := readTestState(t, fsy, dir)
-		require.Equal(t, logState{logStartOffset: l.LogStartOffset(), recoveryPoint: l.active().baseOffset}, st)
+		require.Equal(t, logState{logStartOffset: l.LogStartOffset(), recoveryPoint: l.active().BaseOffset()}, st)
 		requireSameRecords(t, model, readAllRecords(t, l))
 		start, end := l.LogStartOffset(), l.LogEndOffset()
 		require.NoError(t, l.Close())

@@ -19,6 +19,7 @@ import (
 	"github.com/commitlog-go/commitlog/internal/fsys"
 	"github.com/commitlog-go/commitlog/internal/index"
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
+	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
 // How the recovery tests model a crash: crashCopy takes the files of a log while it is open, as
@@ -147,7 +148,7 @@ func TestIndexAheadOfData(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, out)
 		requireSameRecords(t, want[:40], readAllRecords(t, l))
-		ts, err := l.OffsetForTime(want[45].Timestamp.UnixMilli())
+		ts, err := l.OffsetForTime(want[45].Timestamp)
 		require.NoError(t, err)
 		require.Equal(t, int64(40), ts, "no record that recent: the log end offset")
 
@@ -238,7 +239,7 @@ func collectAnswers(t *testing.T, l *Log, lo, hi int64) readAnswers {
 		a.all = append(a.all, b)
 	}
 	for ts := lo; ts <= hi; ts++ {
-		off, err := l.OffsetForTime(ts)
+		off, err := l.OffsetForTime(time.UnixMilli(ts))
 		require.NoError(t, err, "time %d", ts)
 		a.times = append(a.times, off)
 	}
@@ -304,9 +305,10 @@ func TestCorruptIndexesChangeNoAnswer(t *testing.T) {
 		}
 		var infos []segInfo
 		l.mu.RLock()
-		for _, s := range []*segment{l.segments[0], l.active()} {
-			infos = append(infos, segInfo{s.baseOffset, s.offsetOfMaxTimestamp, s.nextOffset - 1,
-				s.offsetIdx.Entries(), s.timeIdx.Entries()})
+		for _, s := range []*segment.Segment{l.segments[0], l.active()} {
+			st := s.State()
+			infos = append(infos, segInfo{s.BaseOffset(), st.OffsetOfMaxTimestamp, s.NextOffset() - 1,
+				len(st.OffsetEntries), len(st.TimeEntries)})
 		}
 		l.mu.RUnlock()
 		for _, in := range infos {
@@ -441,7 +443,7 @@ func TestBitFlipInSealedSegment(t *testing.T) {
 						requireSameRecords(t, want[off:off+int64(len(recs))], recs)
 					}
 					for _, off := range []int64{5, 29} {
-						got, err := l.OffsetForTime(want[off].Timestamp.UnixMilli())
+						got, err := l.OffsetForTime(want[off].Timestamp)
 						require.NoError(t, err)
 						require.Equal(t, off, got)
 					}
@@ -451,7 +453,7 @@ func TestBitFlipInSealedSegment(t *testing.T) {
 					// search has to walk over them: it can when the framing is whole, and
 					// otherwise reports the batch it cannot read.
 					for _, off := range []int64{60, 89} {
-						got, err := l.OffsetForTime(want[off].Timestamp.UnixMilli())
+						got, err := l.OffsetForTime(want[off].Timestamp)
 						if st.name == "unclean, recovery point 0" && flip.bit != 0x04 {
 							require.ErrorIs(t, err, ErrCorrupt)
 							require.Contains(t, err.Error(), mid)
@@ -461,10 +463,10 @@ func TestBitFlipInSealedSegment(t *testing.T) {
 						require.Equal(t, off, got)
 					}
 					// The first record at or after the time of offset 45 is in the bad batch.
-					_, err := l.OffsetForTime(want[45].Timestamp.UnixMilli())
+					_, err := l.OffsetForTime(want[45].Timestamp)
 					require.ErrorIs(t, err, ErrCorrupt)
 					if flip.bit == 0x04 { // the value flip: the batches after the bad one are whole
-						got, err := l.OffsetForTime(want[55].Timestamp.UnixMilli())
+						got, err := l.OffsetForTime(want[55].Timestamp)
 						require.NoError(t, err)
 						require.Equal(t, int64(55), got)
 					}
@@ -532,7 +534,7 @@ func TestLengthFieldsNeverPanicNorAllocate(t *testing.T) {
 						_, err := l.ReadBatches(nil, off, 1)
 						readErrs = append(readErrs, err)
 					}
-					_, timeErr := l.OffsetForTime(want[badFirst].Timestamp.UnixMilli())
+					_, timeErr := l.OffsetForTime(want[badFirst].Timestamp)
 					require.NoError(t, l.Close())
 					runtime.ReadMemStats(&after)
 					alloc := after.TotalAlloc - before.TotalAlloc

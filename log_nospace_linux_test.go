@@ -48,12 +48,13 @@ func tmpfsAtBoundary(l *Log) bool {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	s := l.active()
+	st := s.State()
 	near := func(entries, size int) bool {
 		end := (entries + 1) * size
 		return end%4096 < 64 || end%4096 > 4096-64
 	}
-	return near(s.offsetIdx.Entries(), 8) || near(s.timeIdx.Entries(), 12) ||
-		s.size.Load() > l.cfg.SegmentBytes-200
+	return near(len(st.OffsetEntries), 8) || near(len(st.TimeEntries), 12) ||
+		s.Size() > l.cfg.SegmentBytes-200
 }
 
 // TestNoSpaceTmpfsChild is the writer TestNoSpaceTmpfs runs in a child process; on its own it skips.

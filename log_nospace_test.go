@@ -238,21 +238,15 @@ type logMemState struct {
 func memState(l *Log) logMemState {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	s := l.active()
-	st := logMemState{segments: int64(len(l.segments)), activeSize: s.size.Load(), next: s.nextOffset,
-		maxTs: s.maxTimestamp, offMaxTs: s.offsetOfMaxTimestamp, rollTs: s.rollTimestamp,
-		base: s.baseOffset, sinceIndex: s.bytesSinceIndex}
-	for i := range s.offsetIdx.Entries() {
-		o, p := s.offsetIdx.Entry(i)
-		st.offsetEntries = append(st.offsetEntries, [2]int64{o, p})
-	}
-	for i := range s.timeIdx.Entries() {
-		ts, o := s.timeIdx.Entry(i)
-		st.timeEntries = append(st.timeEntries, [2]int64{ts, o})
-	}
-	st.leo = s.nextOffset
+	s := l.active().State()
+	st := logMemState{segments: int64(len(l.segments)), activeSize: s.Size, next: s.NextOffset,
+		maxTs: s.MaxTimestamp, offMaxTs: s.OffsetOfMaxTimestamp, rollTs: s.RollTimestamp,
+		base: l.active().BaseOffset(), sinceIndex: s.BytesSinceIndex}
+	st.offsetEntries = s.OffsetEntries
+	st.timeEntries = s.TimeEntries
+	st.leo = s.NextOffset
 	for _, seg := range l.segments {
-		st.size += seg.size.Load()
+		st.size += seg.Size()
 	}
 	return st
 }

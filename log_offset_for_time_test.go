@@ -69,15 +69,15 @@ func TestOffsetForTime(t *testing.T) {
 		check := func() {
 			t.Helper()
 			for _, h := range hand {
-				got, err := l.OffsetForTime(testEpoch.UnixMilli() + h.ms)
+				got, err := l.OffsetForTime(time.UnixMilli(testEpoch.UnixMilli() + h.ms))
 				if h.ms == math.MinInt64 || h.ms == math.MaxInt64 {
-					got, err = l.OffsetForTime(h.ms)
+					got, err = l.OffsetForTime(time.UnixMilli(h.ms))
 				}
 				require.NoError(t, err)
 				require.Equal(t, h.want, got, "ts %d", h.ms)
 			}
 			for ms := int64(-2); ms <= 202; ms++ {
-				got, err := l.OffsetForTime(testEpoch.UnixMilli() + ms)
+				got, err := l.OffsetForTime(time.UnixMilli(testEpoch.UnixMilli() + ms))
 				require.NoError(t, err)
 				require.Equal(t, bruteForceOffsetForTime(ts, ms, end), got, "ts %d", ms)
 			}
@@ -100,7 +100,7 @@ func TestOffsetForTimeOverACorruptBatchNamesItsOffset(t *testing.T) {
 		logFile := segPath(dir, 30, logSuffix)
 		flipByte(t, fsy, logFile, b+17)
 		l := openTestLog(t, fsy, dir, cfg)
-		_, err := l.OffsetForTime(testEpoch.UnixMilli() + 45)
+		_, err := l.OffsetForTime(time.UnixMilli(testEpoch.UnixMilli() + 45))
 		require.ErrorIs(t, err, ErrCorrupt)
 		require.Contains(t, err.Error(), fmt.Sprintf("%s position %d (offset 40)", logFile, b))
 	})

@@ -1,12 +1,14 @@
 package commitlog
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"sort"
 	"sync"
+
+	"github.com/commitlog-go/commitlog/internal/recordbatch"
+	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
 // BatchRange is a run of whole batches as stored in one segment file, not read into memory: what
@@ -25,7 +27,7 @@ import (
 // (Kafka's broker does not check them on a fetch either): use ReadBatches for checked bytes.
 type BatchRange struct {
 	l         *Log
-	s         *segment // nil for an empty range
+	s         *segment.Segment // nil for an empty range
 	pos, size int64
 	next      int64
 	logGen    uint64 // the log's truncation count (truncGen) when the range was taken
@@ -50,9 +52,9 @@ func (r *BatchRange) WriteTo(w io.Writer) (int64, error) {
 	if err := r.check(); err != nil {
 		return 0, err
 	}
-	n, handled, err := sendfile(w, r.s.file, r.pos, r.size)
+	n, handled, err := sendfile(w, r.s.File(), r.pos, r.size)
 	if !handled {
-		n, err = io.Copy(w, io.NewSectionReader(r.s.file, r.pos, r.size))
+		n, err = io.Copy(w, io.NewSectionReader(r.s.File(), r.pos, r.size))
 		if err == nil && n < r.size {
 			err = io.ErrUnexpectedEOF
 		}
@@ -76,7 +78,7 @@ func (r *BatchRange) check() error {
 	l.mu.RUnlock()
 	if cut {
 		return fmt.Errorf("%w: log %s was truncated to %d while a range of segment %s up to offset %d was held",
-			ErrOffsetOutOfRange, l.dir, to, r.s.path(logSuffix), r.next-1)
+			ErrOffsetOutOfRange, l.dir, to, r.s.Path(segment.LogSuffix), r.next-1)
 	}
 	return nil
 }
@@ -174,7 +176,7 @@ func (l *Log) readRangeOnce(offset int64, maxBytes int, upTo int64) (r *BatchRan
 	end := min(sp.end, upTo)
 	for {
 		r, found, err := l.rangeIn(sp, offset, maxBytes, upTo)
-		if sp.s.truncations.Load() != sp.gen {
+		if sp.s.Truncations() != sp.gen {
 			// The walk may have read cut bytes, or headers of batches written since.
 			l.release(sp.s)
 			return nil, true, nil
@@ -205,41 +207,33 @@ func (l *Log) readRangeOnce(offset int64, maxBytes int, upTo int64) (r *BatchRan
 // is false when the segment holds no such batch.
 func (l *Log) rangeIn(sp readSpot, offset int64, maxBytes int, upTo int64) (*BatchRange, bool, error) {
 	s := sp.s
-	sc := newScanner(s.file, sp.pos, sp.limit, s.maxBatchSize(), headerWalkChunk, nil)
 	r := &BatchRange{l: l, s: s, pos: -1, logGen: sp.logGen}
-	for {
-		h, err := sc.header()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, false, s.readError(sc.pos, offset, err)
-		}
+	empty := false // the first batch holding offset or later is not wholly below upTo
+	err := s.WalkHeaders(sp.pos, sp.limit, offset, func(pos int64, h *recordbatch.Header) bool {
 		if h.LastOffset() < offset {
-			sc.skip(h)
-			continue
+			return true
 		}
 		if h.LastOffset() >= upTo {
-			if r.pos < 0 {
-				return &BatchRange{l: l, next: offset}, true, nil // nothing committed yet
-			}
-			break
+			empty = r.pos < 0
+			return false
 		}
 		if r.pos < 0 {
-			r.pos = sc.pos
+			r.pos = pos
 		} else if r.size+int64(h.Size()) > int64(maxBytes) {
-			break
+			return false
 		}
 		r.size += int64(h.Size())
 		r.next = h.NextOffset()
-		sc.skip(h)
+		return true
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if empty {
+		return &BatchRange{l: l, next: offset}, true, nil // nothing committed yet
 	}
 	if r.pos < 0 {
 		return nil, false, nil
 	}
 	return r, true, nil
 }
-
-// headerWalkChunk is the read-ahead of a range's header walk: enough for the headers of
-// many small batches per system call, little waste when batches are large.
-const headerWalkChunk = 4 << 10

@@ -153,7 +153,7 @@ func TestReadRangeSendfile(t *testing.T) {
 		r, err := l.ReadRange(0, 1<<20)
 		require.NoError(t, err)
 		defer r.Close()
-		n, handled, err := sendfile(f, r.s.file, r.pos, r.Len())
+		n, handled, err := sendfile(f, r.s.File(), r.pos, r.Len())
 		require.NoError(t, err)
 		require.True(t, handled, "sendfile used for an *os.File")
 		require.Equal(t, r.Len(), n)

@@ -17,11 +17,12 @@ import (
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
+	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
 // positionsOf returns the record position cache of the log's store: its entries and bytes.
 func positionsOf(l *Log) (entries int, bytes int64) {
-	n, b, _ := positionCacheOf(l.fs).stats()
+	n, b, _ := l.caches.Positions.Stats()
 	return n, b
 }
 
@@ -42,7 +43,7 @@ func readEach(t *testing.T, l *Log, want []*Record) {
 
 // markEntryBytes is what the cache counts for a dense batch of n records.
 func markEntryBytes(n int) int64 {
-	return positionEntryOverhead + 4*int64((n+positionStride-1)/positionStride)
+	return segment.PositionEntryOverhead + 4*int64((n+segment.PositionStride-1)/segment.PositionStride)
 }
 
 func TestReadRecordEveryRecord(t *testing.T) {
@@ -188,8 +189,8 @@ func TestReadRecordGaps(t *testing.T) {
 		entries, bytes := positionsOf(l)
 		require.Equal(t, 2, entries)
 		// Batches with gaps keep offset deltas beside positions: 8 bytes a mark.
-		marks := int64((20+positionStride-1)/positionStride + 1)
-		require.Equal(t, 2*positionEntryOverhead+8*marks, bytes)
+		marks := int64((20+segment.PositionStride-1)/segment.PositionStride + 1)
+		require.Equal(t, 2*segment.PositionEntryOverhead+8*marks, bytes)
 	})
 }
 
@@ -334,12 +335,12 @@ func TestReadRecordCacheBound(t *testing.T) {
 			require.Equal(t, min(i+1, 3), entries)
 			require.Equal(t, int64(min(i+1, 3))*entry, bytes)
 		}
-		c := positionCacheOf(l.fs)
-		_, _, evicted := c.stats()
+		c := l.caches.Positions
+		_, _, evicted := c.Stats()
 		require.Equal(t, 3, evicted)
 		// Batches 3, 4 and 5 are kept.
 		for _, i := range []int{3, 4, 5} {
-			require.NotNil(t, c.get(positionKey{seg: l.segments[0], pos: batchPos(t, l, int64(i*per))}), "batch %d", i)
+			require.True(t, c.Holds(l.segments[0], batchPos(t, l, int64(i*per))), "batch %d", i)
 		}
 		readEach(t, l, want)
 		entries, bytes := positionsOf(l)
@@ -384,14 +385,15 @@ func TestReadRecordCacheInvalidation(t *testing.T) {
 		require.Equal(t, 20, entries)
 		segs := l.SegmentCount()
 		perSeg := 20 / segs
-		require.NoError(t, l.advanceLogStartOffset(l.segments[2].baseOffset))
+		require.NoError(t, l.advanceLogStartOffset(l.segments[2].BaseOffset()))
 		entries, _ = positionsOf(l)
 		require.Equal(t, 20-2*perSeg, entries, "%d segments", segs)
 
 		// Closed for idleness: its entries go; read again, they come back.
 		s := l.segments[0]
-		require.True(t, s.beginEvict())
-		require.NoError(t, s.finishEvict())
+		closed, err := s.CloseIdle()
+		require.True(t, closed)
+		require.NoError(t, err)
 		entries, _ = positionsOf(l)
 		require.Equal(t, 20-3*perSeg, entries)
 		readEach(t, l, want[l.LogStartOffset():])
@@ -625,15 +627,15 @@ func TestReadRecordPastMapping(t *testing.T) {
 		var r Record
 		require.NoError(t, l.ReadRecord(3, &r))
 		s := l.active()
-		mapped := s.size.Load()
+		mapped := s.Size()
 		want = append(want, appendBatches(t, l, 5, 50)...)
 		readEach(t, l, want)
-		if m := s.rmap.Load(); s.shared {
-			require.NotNil(t, m)
-			require.Equal(t, mapped, int64(len(m.b)), "grown by less than remapStep: not mapped again")
-			require.Less(t, mapped, s.size.Load())
+		if m := s.MappedSize(); s.SharesMappings() {
+			require.NotEqual(t, int64(-1), m)
+			require.Equal(t, mapped, m, "grown by less than remapStep: not mapped again")
+			require.Less(t, mapped, s.Size())
 		} else {
-			require.Nil(t, m)
+			require.Equal(t, int64(-1), m)
 		}
 	})
 }
@@ -726,7 +728,7 @@ func TestReadRecordClose(t *testing.T) {
 		wg.Wait()
 		requireNoErrs(t, errs)
 		for _, s := range l.segments {
-			require.Nil(t, s.rmap.Load(), "segment %d still holds a mapping", s.baseOffset)
+			require.Equal(t, int64(-1), s.MappedSize(), "segment %d still holds a mapping", s.BaseOffset())
 		}
 	})
 }

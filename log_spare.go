@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
+	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
 // Spare segment files. Creating a file is the slowest step of a roll, and it sits on the append
@@ -48,7 +49,7 @@ type spareFiles struct {
 // spareSuffixes are the suffixes of a segment's files, in the order a roll renames the spares.
 // The .log goes last: while it is missing, a crash leaves at most index files without a .log,
 // which open deletes as orphans.
-var spareSuffixes = [...]string{indexSuffix, timeIndexSuffix, logSuffix}
+var spareSuffixes = [...]string{segment.IndexSuffix, segment.TimeIndexSuffix, segment.LogSuffix}
 
 // spareName is the name of the spare file for suffix, such as "next.log.spare".
 func spareName(suffix string) string { return "next" + suffix + ".spare" }
@@ -95,7 +96,7 @@ func (sp *spareFiles) prepare() {
 }
 
 // claim renames the spare files to the names of the segment at base and reports whether all
-// three now stand there, empty. When a rename fails it reports false, and createSegment creates
+// three now stand there, empty. When a rename fails it reports false, and segment.Create creates
 // (and truncates) whichever files it needs as it does without spares. Callers hold the log's
 // writers' lock, as roll does.
 func (sp *spareFiles) claim(base int64) bool {
@@ -105,7 +106,7 @@ func (sp *spareFiles) claim(base int64) bool {
 		return false
 	}
 	sp.ready = false
-	stem := filepath.Join(sp.dir, segmentName(base))
+	stem := filepath.Join(sp.dir, segment.Name(base))
 	for _, suf := range spareSuffixes {
 		if err := sp.fs.Rename(filepath.Join(sp.dir, spareName(suf)), stem+suf); err != nil {
 			sp.logger.Warn("claiming a spare segment file failed; the roll creates its own", "base_offset", base, "err", err)

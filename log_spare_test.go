@@ -82,7 +82,7 @@ func TestRollClaimsSpareFiles(t *testing.T) {
 					require.True(t, os.SameFile(spareLog, got), "segment 20's .log is the spare's file")
 				}
 				requireSameRecords(t, want, readAllRecords(t, l))
-				off, err := l.OffsetForTime(testEpoch.UnixMilli() + 25)
+				off, err := l.OffsetForTime(time.UnixMilli(testEpoch.UnixMilli() + 25))
 				require.NoError(t, err)
 				require.Equal(t, int64(25), off, "the claimed time index serves the new segment")
 
@@ -515,7 +515,7 @@ func requireReadsEverywhere(t *testing.T, l *Log, want []*Record) {
 	}
 	requireSameRecords(t, want, scanned)
 	for _, r := range want {
-		off, err := l.OffsetForTime(r.Timestamp.UnixMilli())
+		off, err := l.OffsetForTime(r.Timestamp)
 		require.NoError(t, err)
 		require.Equal(t, r.Offset, off, "OffsetForTime(%d)", r.Timestamp.UnixMilli())
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
 // Combined writes under SyncAlways.
@@ -114,13 +116,13 @@ func (g *groupCommit) lingerForWriters() {
 
 // writeStage is the appends copied but not yet written; guarded by appendMu.
 type writeStage struct {
-	seg     *segment    // the active segment the bytes go to
-	pos     int64       // the file position of data[0]: seg's size when the stage began
-	data    []byte      // the staged batches, back to back
-	batches []batchInfo // positions relative to data
-	writes  int         // appends staged, each one sequence number
-	next    int64       // the offset after the last staged batch
-	maxTS   int64       // the largest staged MaxTimestamp
+	seg     *segment.Segment // the active segment the bytes go to
+	pos     int64            // the file position of data[0]: seg's size when the stage began
+	data    []byte           // the staged batches, back to back
+	batches []batchInfo      // positions relative to data
+	writes  int              // appends staged, each one sequence number
+	next    int64            // the offset after the last staged batch
+	maxTS   int64            // the largest staged MaxTimestamp
 	result  *stageResult
 }
 
@@ -156,29 +158,29 @@ func (l *Log) stageable(assign, await bool) bool {
 // staged already (whatever follows staged bytes must follow them in the file too), or the append
 // is stageable (the log's stageable), its segment is not empty, and the last fsync covered
 // several appends (appends contend). Callers hold appendMu.
-func (g *groupCommit) shouldStage(seg *segment, assign, await bool, stageable func(assign, await bool) bool) bool {
+func (g *groupCommit) shouldStage(seg *segment.Segment, assign, await bool, stageable func(assign, await bool) bool) bool {
 	return g.stage.writes > 0 ||
-		(seg.size.Load() > 0 && g.lastRound.Load() > 1 && stageable(assign, await))
+		(seg.Size() > 0 && g.lastRound.Load() > 1 && stageable(assign, await))
 }
 
 // stageFits reports whether w can join the stage: it is stageable, the stage is for seg, and seg
 // would hold the stage and w together (canHold's rules, at the size the segment will have).
-func (g *groupCommit) stageFits(seg *segment, w *pendingWrite, assign, await bool, stageable func(assign, await bool) bool) bool {
+func (g *groupCommit) stageFits(seg *segment.Segment, w *pendingWrite, assign, await bool, stageable func(assign, await bool) bool) bool {
 	st := &g.stage
-	size := seg.size.Load()
+	size := seg.Size()
 	if size == 0 || (st.writes > 0 && st.seg != seg) || !stageable(assign, await) {
 		return false
 	}
-	return seg.canHoldAt(size+int64(len(st.data)), len(w.data), w.lastOffset, max(st.maxTS, w.maxTimestamp))
+	return seg.CanHoldAt(size+int64(len(st.data)), len(w.data), w.lastOffset, max(st.maxTS, w.maxTimestamp))
 }
 
 // stageWrite copies w, whose offsets are assigned, into the stage and returns its ticket, whose
 // sequence number follows the log's appendSeq and the appends staged before it, and gen the log's
 // truncation count. Callers hold appendMu and checked stageFits.
-func (g *groupCommit) stageWrite(seg *segment, w *pendingWrite, appendSeq, gen uint64) writeTicket {
+func (g *groupCommit) stageWrite(seg *segment.Segment, w *pendingWrite, appendSeq, gen uint64) writeTicket {
 	st := &g.stage
 	if st.writes == 0 {
-		st.seg, st.pos, st.maxTS = seg, seg.size.Load(), -1
+		st.seg, st.pos, st.maxTS = seg, seg.Size(), -1
 		st.result = &stageResult{}
 	}
 	base := int64(len(st.data))
@@ -219,8 +221,8 @@ func (l *Log) drainStage() error {
 	}
 	// The indexes' space first, as write reserves it: a full disk fails the stage with nothing
 	// written.
-	if err := seg.reserveIndexes(len(st.batches)); err != nil {
-		res.err = wrapIOErr(fmt.Sprintf("reserve index space for %d appends to %s", writes, seg.path(logSuffix)), err)
+	if err := seg.ReserveIndexes(len(st.batches)); err != nil {
+		res.err = wrapIOErr(fmt.Sprintf("reserve index space for %d appends to %s", writes, seg.Path(segment.LogSuffix)), err)
 		l.skipSeqs(writes)
 		return res.err
 	}
@@ -230,11 +232,11 @@ func (l *Log) drainStage() error {
 		l.skipSeqs(writes)
 		return res.err
 	}
-	if _, err := seg.file.WriteAt(st.data, pos); err != nil {
-		if terr := seg.file.Truncate(pos); terr != nil {
-			l.fail(fmt.Errorf("remove partial write of %s at %d: %w (after %w)", seg.path(logSuffix), pos, terr, err))
+	if err := seg.WriteAt(st.data, pos); err != nil {
+		if terr := seg.DiscardFrom(pos); terr != nil {
+			l.fail(fmt.Errorf("remove partial write of %s at %d: %w (after %w)", seg.Path(segment.LogSuffix), pos, terr, err))
 		}
-		res.err = wrapIOErr(fmt.Sprintf("write %d appends to %s", writes, seg.path(logSuffix)), err)
+		res.err = wrapIOErr(fmt.Sprintf("write %d appends to %s", writes, seg.Path(segment.LogSuffix)), err)
 		l.skipSeqs(writes)
 		return res.err
 	}

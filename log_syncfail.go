@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/commitlog-go/commitlog/internal/checkpoint"
+	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
 // syncFailedFileName marks a log whose writes failed in a way that leaves the disk's contents
@@ -40,13 +41,13 @@ func (l *Log) rewriteAfterFailedSync(from int64) error {
 	}
 	buf := make([]byte, 1<<20)
 	for _, s := range l.segments {
-		if s.nextOffset <= from && s != l.active() {
+		if s.NextOffset() <= from && s != l.active() {
 			continue
 		}
-		if err := rewriteFile(l, s.path(logSuffix), buf); err != nil {
-			return fmt.Errorf("commitlog: rewrite %s after a failed sync: %w", s.path(logSuffix), err)
+		if err := rewriteFile(l, s.Path(segment.LogSuffix), buf); err != nil {
+			return fmt.Errorf("commitlog: rewrite %s after a failed sync: %w", s.Path(segment.LogSuffix), err)
 		}
-		l.logger.Warn("rewrote segment written before a failed sync", "segment", s.path(logSuffix))
+		l.logger.Warn("rewrote segment written before a failed sync", "segment", s.Path(segment.LogSuffix))
 	}
 	if err := l.fs.Remove(marker); err != nil {
 		return fmt.Errorf("commitlog: remove %s: %w", marker, err)

@@ -63,7 +63,7 @@ func TestSyncFailure(t *testing.T) {
 		// Reads still work.
 		got := readAllRecords(t, l)
 		requireSameRecords(t, append(slices.Clone(want), failed...), got)
-		off, err := l.OffsetForTime(want[5].Timestamp.UnixMilli())
+		off, err := l.OffsetForTime(want[5].Timestamp)
 		require.NoError(t, err)
 		require.Equal(t, int64(5), off)
 

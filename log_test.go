@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -148,7 +149,7 @@ func TestClosedLog(t *testing.T) {
 		require.ErrorIs(t, err, ErrClosed)
 		_, err = l.ReadRecords(0, 1<<20)
 		require.ErrorIs(t, err, ErrClosed)
-		_, err = l.OffsetForTime(0)
+		_, err = l.OffsetForTime(time.UnixMilli(0))
 		require.ErrorIs(t, err, ErrClosed)
 		require.ErrorIs(t, l.TruncateTo(5), ErrClosed)
 		require.ErrorIs(t, l.Sync(), ErrClosed)
@@ -213,7 +214,7 @@ func TestReadsRacingCloseAreErrClosed(t *testing.T) {
 			}
 			return nil
 		},
-		"OffsetForTime": func(l *Log) error { _, err := l.OffsetForTime(testEpoch.UnixMilli() + 5); return err },
+		"OffsetForTime": func(l *Log) error { _, err := l.OffsetForTime(time.UnixMilli(testEpoch.UnixMilli() + 5)); return err },
 		"ReadRecord":    func(l *Log) error { var r Record; return l.ReadRecord(5, &r) },
 	}
 	for _, name := range slices.Sorted(maps.Keys(reads)) {

@@ -1,11 +1,11 @@
 package commitlog
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
+
+	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
 // TruncateTo removes every record at or after offset, as a follower does before it fetches from a
@@ -44,8 +44,8 @@ func (l *Log) truncateTo(offset int64, newEpoch bool) error {
 	defer l.syncMu.Unlock()
 
 	l.mu.RLock()
-	start, end := l.logStartOffset, l.active().nextOffset
-	i := l.segmentFor(offset)
+	start, end := l.logStartOffset, l.active().NextOffset()
+	i := l.segments.find(offset)
 	l.mu.RUnlock()
 	if offset >= end {
 		return nil
@@ -56,18 +56,18 @@ func (l *Log) truncateTo(offset int64, newEpoch bool) error {
 	keep := l.segments[i]
 	// A sealed keep's files may be closed for idleness: held, they stay open until truncation
 	// makes it the active segment, which stays open.
-	acquire(keep)
+	keep.Acquire()
 	defer l.release(keep)
 	if err := l.openForRead(keep); err != nil {
 		return err
 	}
-	cut, err := keep.positionOf(offset)
+	cut, err := keep.PositionOf(offset)
 	if err != nil {
 		return err
 	}
 	// The cut file must not be mapped by a read: mapped pages past its end are a SIGBUS.
-	keep.holdMappings()
-	defer keep.releaseMappings()
+	keep.HoldMappings()
+	defer keep.ReleaseMappings()
 
 	l.mu.Lock()
 	drop := slices.Clone(l.segments[i+1:])
@@ -75,25 +75,25 @@ func (l *Log) truncateTo(offset int64, newEpoch bool) error {
 	l.mu.Unlock()
 	// Reads in progress on the dropped segments finish on their files; see retire.
 	if err := l.retire(drop); err != nil {
-		return l.fail(fmt.Errorf("remove segments after %s: %w", keep.path(logSuffix), err))
+		return l.fail(fmt.Errorf("remove segments after %s: %w", keep.Path(segment.LogSuffix), err))
 	}
 
 	// Readers look up the active segment's indexes under mu, so the rebuild happens under it.
 	l.mu.Lock()
-	err = keep.truncate(cut)
+	err = keep.Truncate(cut)
 	if err == nil {
-		l.recoveryPoint = min(l.recoveryPoint, keep.nextOffset)
+		l.recoveryPoint = min(l.recoveryPoint, keep.NextOffset())
 		// A flush running now must not advance the recovery point past bytes this cut
 		// replaces; the sealed segments below keep still wait for theirs (see flushSealed).
 		l.truncGen.Add(1)
-		l.noteTruncation(keep.nextOffset)
-		l.flushTarget = min(l.flushTarget, keep.baseOffset)
+		l.noteTruncation(keep.NextOffset())
+		l.flushTarget = min(l.flushTarget, keep.BaseOffset())
 		l.durableSeq = l.appendSeq
 	}
 	st := logState{logStartOffset: l.logStartOffset, recoveryPoint: l.recoveryPoint}
 	l.mu.Unlock()
 	if err != nil {
-		return l.fail(fmt.Errorf("truncate %s to %d: %w", keep.path(logSuffix), cut, err))
+		return l.fail(fmt.Errorf("truncate %s to %d: %w", keep.Path(segment.LogSuffix), cut, err))
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.fail(fmt.Errorf("sync directory %s: %w", l.dir, err))
@@ -101,10 +101,10 @@ func (l *Log) truncateTo(offset int64, newEpoch bool) error {
 	if err := l.writeState(st); err != nil {
 		l.logger.Warn("recovery point checkpoint failed; the next recovery scans more", "err", err)
 	}
-	if err := l.trimEpochsAfterCut(start, keep.nextOffset, newEpoch); err != nil {
+	if err := l.trimEpochsAfterCut(start, keep.NextOffset(), newEpoch); err != nil {
 		return l.fail(err)
 	}
-	l.logger.Info("truncated", "offset", offset, "log_end_offset", keep.nextOffset)
+	l.logger.Info("truncated", "offset", offset, "log_end_offset", keep.NextOffset())
 	return nil
 }
 
@@ -131,17 +131,17 @@ func (l *Log) truncateFullyAndStartAt(offset int64) error {
 	if err := l.writeState(st); err != nil {
 		return l.fail(fmt.Errorf("checkpoint log start offset %d: %w", offset, err))
 	}
-	seg, err := createSegment(l.fs, l.dir, offset, &l.cfg, false)
+	seg, err := segment.Create(l.fs, l.dir, offset, &l.segCfg, l.caches, false)
 	if err != nil {
 		return l.fail(fmt.Errorf("create segment %d: %w", offset, err))
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
-		seg.remove()
+		seg.Remove()
 		return l.fail(fmt.Errorf("sync directory %s: %w", l.dir, err))
 	}
 	l.mu.Lock()
 	drop := l.segments
-	l.segments = []*segment{seg}
+	l.segments = []*segment.Segment{seg}
 	l.logStartOffset, l.recoveryPoint, l.flushTarget = offset, offset, offset
 	l.truncGen.Add(1)               // see flushSealed
 	l.noteTruncation(math.MinInt64) // nothing below offset stays
@@ -154,56 +154,5 @@ func (l *Log) truncateFullyAndStartAt(offset int64) error {
 		return l.fail(err)
 	}
 	l.logger.Info("log started over", "log_start_offset", offset)
-	return nil
-}
-
-// positionOf returns the position of the first batch whose last offset is >= offset, or the
-// segment's size when there is none.
-func (s *segment) positionOf(offset int64) (int64, error) {
-	_, pos := s.offsetIdx.Lookup(offset)
-	sc := newScanner(s.file, pos, s.size.Load(), s.maxBatchSize(), locateChunk, nil)
-	for {
-		h, err := sc.header()
-		if errors.Is(err, io.EOF) {
-			return sc.pos, nil
-		}
-		if err != nil {
-			return 0, s.readError(sc.pos, offset, err)
-		}
-		if h.LastOffset() >= offset {
-			return sc.pos, nil
-		}
-		sc.skip(h)
-	}
-}
-
-// truncate cuts the segment's data at pos, makes it the writable active segment again and
-// rebuilds its indexes and state from what remains.
-func (s *segment) truncate(pos int64) error {
-	// Counted before the cut, so that a read that saw the old bytes cannot cache their positions
-	// (positionCache.put) and sees the change when it checks the count after its read.
-	s.truncations.Add(1)
-	s.posCache.invalidate(s)
-	if err := s.file.Truncate(pos); err != nil {
-		return err
-	}
-	if err := s.file.Sync(); err != nil {
-		return err
-	}
-	s.size.Store(pos)
-	if err := s.closeIndexes(); err != nil {
-		return err
-	}
-	s.sealed = false
-	if err := s.recreateIndexes(); err != nil {
-		return err
-	}
-	rep, err := s.rebuild()
-	if err != nil {
-		return err
-	}
-	if rep.badPos >= 0 {
-		return s.corruptError(rep.badPos, s.nextOffset, rep.cause)
-	}
 	return nil
 }

@@ -2,10 +2,10 @@ package commitlog
 
 import (
 	"log/slog"
-	"math"
 	"time"
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
+	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
 // Option configures how a log or store is opened.
@@ -20,6 +20,8 @@ type options struct {
 	retentionCheckInterval time.Duration
 	maxOpenFiles           int   // 0: the default; negative: no bound
 	positionCacheBytes     int64 // 0: the default; negative: no cache
+
+	caches segment.Caches // the segments' open-file bound and record position cache, one per call
 }
 
 func newOptions(opts []Option) options {
@@ -35,21 +37,7 @@ func newOptions(opts []Option) options {
 	}
 	// One cache per call: a store shares it among all its partitions, a log opened on its own
 	// has its own.
-	limit := o.maxOpenFiles
-	switch {
-	case limit == 0:
-		limit = defaultMaxOpenFiles()
-	case limit < 0:
-		limit = math.MaxInt
-	}
-	positions := o.positionCacheBytes
-	switch {
-	case positions == 0:
-		positions = DefaultRecordPositionCacheBytes
-	case positions < 0:
-		positions = 0
-	}
-	o.fs = withCaches(o.fs, newFileCache(limit, o.logger), newPositionCache(positions))
+	o.caches = newCaches(o.maxOpenFiles, o.positionCacheBytes, o.logger)
 	return o
 }
 

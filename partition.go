@@ -278,7 +278,7 @@ func (p *Partition) Scan(from int64) iter.Seq2[*Record, error] {
 // OffsetForTime returns the offset of the first record whose timestamp is >= t, or the high
 // watermark when there is none below it; see Log.OffsetForTime.
 func (p *Partition) OffsetForTime(t time.Time) (int64, error) {
-	off, err := p.log.OffsetForTime(t.UnixMilli())
+	off, err := p.log.OffsetForTime(t)
 	return min(off, p.HighWatermark()), err
 }
 

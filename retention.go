@@ -1,12 +1,11 @@
 package commitlog
 
 import (
-	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
 // Kafka's defaults for the retention configs.
@@ -62,96 +61,6 @@ func deletableBySize(segs []retentionSegment, limit int64) int {
 	return len(segs)
 }
 
-// acquire marks s in use by a read; callers hold mu (read) while they pick s, so that a segment
-// retired after that still has its files until release.
-func acquire(s *segment) { s.refs.Add(1) }
-
-// release ends a read of s and deletes its files if s was retired meanwhile and is now unused.
-func (l *Log) release(s *segment) {
-	if s.refs.Add(-1) == 0 {
-		if s.retired.Load() {
-			// After Close no check sweeps again: the last read of a retired segment takes its
-			// files and handles with it, as Close did for the segments nobody read.
-			if err := l.sweepRetired(l.now(), l.isClosed()); err != nil {
-				l.logger.Warn("deleting retired segment files failed", "err", err)
-			}
-		}
-	}
-}
-
-// retire takes segments that left the log (by retention or truncation): their files are renamed
-// "*.deleted" at once, as Kafka does, and deleted once no read uses them and FileDeleteDelay has
-// passed. The caller has already removed them from l.segments under mu.
-func (l *Log) retire(segs []*segment) error {
-	deleteAt := l.now().Add(max(l.cfg.FileDeleteDelay, 0))
-	var errs []error
-	l.retireMu.Lock()
-	for _, s := range segs {
-		errs = append(errs, s.retire(deleteAt, l.retiredSuffixFor(s.baseOffset)))
-		l.retired = append(l.retired, s)
-	}
-	l.retireMu.Unlock()
-	errs = append(errs, l.fs.SyncDir(l.dir))
-	errs = append(errs, l.sweepRetired(l.now(), false))
-	return errors.Join(errs...)
-}
-
-// retiredSuffixFor returns the suffix for the files of a segment at base being retired:
-// ".deleted", as Kafka names them, unless a retired segment with the same base offset still
-// waits for its delete delay (a truncation, a refill and another truncation, or retention, within
-// file.delete.delay.ms), whose files have that name: then ".<n>.deleted", with the smallest n
-// from 1 that no waiting segment uses. Renaming over the waiting files would lose them under
-// their reads, and deleting them later would delete the new ones. Any name ending ".deleted" is
-// a leftover to the next open (see listSegments), as to Kafka's. Callers hold retireMu.
-func (l *Log) retiredSuffixFor(base int64) string {
-	used := map[string]bool{}
-	for _, r := range l.retired {
-		if r.baseOffset == base {
-			used[r.retiredSuffix] = true
-		}
-	}
-	suffix := deletedSuffix
-	for n := 1; used[suffix]; n++ {
-		suffix = "." + strconv.Itoa(n) + deletedSuffix
-	}
-	return suffix
-}
-
-// trimRetirementNumber removes the ".<n>" that retiredSuffixFor puts before ".deleted" from
-// stem, the name of a file without its ".deleted": "00000000000000000010.log.2" gives
-// "00000000000000000010.log". Other stems are returned as they are.
-func trimRetirementNumber(stem string) string {
-	i := strings.LastIndexByte(stem, '.')
-	if i < 0 || i == len(stem)-1 {
-		return stem
-	}
-	for _, c := range stem[i+1:] {
-		if c < '0' || c > '9' {
-			return stem
-		}
-	}
-	return stem[:i]
-}
-
-// sweepRetired deletes the files of retired segments that no read uses and whose delete time
-// has come (all unused ones, with force).
-func (l *Log) sweepRetired(now time.Time, force bool) error {
-	l.retireMu.Lock()
-	defer l.retireMu.Unlock()
-	var errs []error
-	keep := l.retired[:0]
-	for _, s := range l.retired {
-		if s.refs.Load() == 0 && (force || !now.Before(s.deleteAt)) {
-			errs = append(errs, s.removeRetired())
-			continue
-		}
-		keep = append(keep, s)
-	}
-	clear(l.retired[len(keep):])
-	l.retired = keep
-	return errors.Join(errs...)
-}
-
 // ApplyRetention is ApplyRetentionAt at the time of the log's clock: WithClock's, else time.Now.
 // It is what a store's background check runs (see WithRetentionCheckInterval).
 func (l *Log) ApplyRetention() (int, error) { return l.ApplyRetentionAt(l.now()) }
@@ -180,13 +89,13 @@ func (l *Log) ApplyRetentionAt(now time.Time) (int, error) {
 		return 0, l.sweepRetired(now, false)
 	}
 	if n == len(l.segments) {
-		if err := l.roll(l.active().nextOffset); err != nil {
+		if err := l.roll(l.active().NextOffset()); err != nil {
 			return 0, err
 		}
 	}
 
 	l.mu.RLock()
-	newStart := max(l.logStartOffset, l.segments[n].baseOffset)
+	newStart := max(l.logStartOffset, l.segments[n].BaseOffset())
 	st := logState{logStartOffset: newStart, recoveryPoint: l.recoveryPoint}
 	l.mu.RUnlock()
 	if err := l.writeState(st); err != nil {
@@ -199,8 +108,8 @@ func (l *Log) ApplyRetentionAt(now time.Time) (int, error) {
 	l.logStartOffset = newStart
 	l.mu.Unlock()
 	for _, s := range gone {
-		l.logger.Info("retention deleted segment", "segment", s.path(logSuffix), "base_offset", s.baseOffset,
-			"bytes", s.size.Load(), "max_timestamp", s.maxTimestamp, "log_start_offset", newStart)
+		l.logger.Info("retention deleted segment", "segment", s.Path(segment.LogSuffix), "base_offset", s.BaseOffset(),
+			"bytes", s.Size(), "max_timestamp", s.MaxTimestamp(), "log_start_offset", newStart)
 	}
 	if err := l.retire(gone); err != nil {
 		return n, err
@@ -219,20 +128,20 @@ func (l *Log) ApplyRetentionAt(now time.Time) (int, error) {
 func (l *Log) retentionCount(now time.Time) int {
 	l.mu.RLock()
 	segs := l.segments
-	if l.active().size.Load() == 0 {
+	if l.active().Size() == 0 {
 		segs = segs[:len(segs)-1]
 	}
 	rs := make([]retentionSegment, len(segs))
 	for i, s := range segs {
-		rs[i] = retentionSegment{size: s.size.Load(), maxTimestamp: s.maxTimestamp}
+		rs[i] = retentionSegment{size: s.Size(), maxTimestamp: s.MaxTimestamp()}
 	}
 
 	ends := make([]int64, len(segs)) // the offset after each segment's last
 	for i := range segs {
 		if i+1 < len(l.segments) {
-			ends[i] = l.segments[i+1].baseOffset
+			ends[i] = l.segments[i+1].BaseOffset()
 		} else {
-			ends[i] = l.active().nextOffset
+			ends[i] = l.active().NextOffset()
 		}
 	}
 	l.mu.RUnlock()
@@ -249,13 +158,13 @@ func (l *Log) retentionCount(now time.Time) int {
 }
 
 // retentionDue applies the time and size policies to segments rs (segs, for logging).
-func (l *Log) retentionDue(rs []retentionSegment, now time.Time, segs []*segment) int {
+func (l *Log) retentionDue(rs []retentionSegment, now time.Time, segs []*segment.Segment) int {
 	byTime := deletableByTime(rs, now.UnixMilli(), l.cfg.RetentionDuration)
 	if byTime < len(rs) && l.cfg.RetentionDuration >= 0 && rs[byTime].maxTimestamp > now.UnixMilli() {
 		// Only possible with TimestampAfterMax disabled (or a clock that went back): one record
 		// from the future holds every later segment against time retention.
 		l.logger.Warn("segment has records timestamped in the future; time retention cannot pass it",
-			"segment", segs[byTime].path(logSuffix), "max_timestamp", rs[byTime].maxTimestamp, "now", now.UnixMilli())
+			"segment", segs[byTime].Path(segment.LogSuffix), "max_timestamp", rs[byTime].maxTimestamp, "now", now.UnixMilli())
 	}
 	return max(byTime, deletableBySize(rs, l.cfg.RetentionBytes))
 }
@@ -272,7 +181,7 @@ func (l *Log) advanceLogStartOffset(offset int64) error {
 		return err
 	}
 	l.mu.RLock()
-	start, end := l.logStartOffset, l.active().nextOffset
+	start, end := l.logStartOffset, l.active().NextOffset()
 	st := logState{logStartOffset: offset, recoveryPoint: l.recoveryPoint}
 	l.mu.RUnlock()
 	if offset <= start || offset > end {
@@ -283,7 +192,7 @@ func (l *Log) advanceLogStartOffset(offset int64) error {
 	}
 	l.mu.Lock()
 	n := 0
-	for n < len(l.segments)-1 && l.segments[n+1].baseOffset <= offset {
+	for n < len(l.segments)-1 && l.segments[n+1].BaseOffset() <= offset {
 		n++
 	}
 	gone := slices.Clone(l.segments[:n])

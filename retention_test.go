@@ -279,7 +279,7 @@ func TestRetentionBySize(t *testing.T) {
 		var segs []segInfo
 		p.log.mu.RLock()
 		for _, sg := range p.log.segments {
-			segs = append(segs, segInfo{sg.baseOffset, sg.size.Load()})
+			segs = append(segs, segInfo{sg.BaseOffset(), sg.Size()})
 		}
 		p.log.mu.RUnlock()
 		require.Greater(t, len(segs), 300)
@@ -755,9 +755,9 @@ func TestRetentionReadHeldAcrossClose(t *testing.T) {
 		release()
 		requireSameBytes(t, want, <-done)
 		require.Empty(t, rtSegmentFiles(t, fsy, dir, 0))
-		l.retireMu.Lock()
-		defer l.retireMu.Unlock()
-		require.Empty(t, l.retired, "nothing left open")
+		l.retired.mu.Lock()
+		defer l.retired.mu.Unlock()
+		require.Empty(t, l.retired.segs, "nothing left open")
 	})
 }
 
@@ -891,7 +891,7 @@ func rtCheckedRead(l *Log, how int, off int64) error {
 		}
 		return rtCheckRecords(recs, off)
 	default:
-		got, err := l.OffsetForTime(workloadRecord(int(off)).Timestamp.UnixMilli())
+		got, err := l.OffsetForTime(workloadRecord(int(off)).Timestamp)
 		if err != nil {
 			return fmt.Errorf("OffsetForTime(time of %d): %w", off, err)
 		}
@@ -1133,7 +1133,7 @@ func TestTimeRetentionPassesASegmentWithACorruptBatch(t *testing.T) {
 		l := openTestLog(t, fsy, dir, cfg)
 		require.Equal(t, []int64{0, 30, 60}, segmentBases(l))
 
-		_, err := l.OffsetForTime(testEpoch.UnixMilli() + 45)
+		_, err := l.OffsetForTime(time.UnixMilli(testEpoch.UnixMilli() + 45))
 		require.ErrorIs(t, err, ErrCorrupt)
 
 		n, err := l.ApplyRetentionAt(testEpoch.Add(DefaultRetentionDuration + time.Hour))

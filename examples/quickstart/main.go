@@ -111,7 +111,7 @@ func run(ctx context.Context, args []string) error {
 
 	// Replay from a point in time: the time index finds the first offset at or after it.
 	t := time.UnixMilli(quakes[len(quakes)/2].Time).Add(-time.Second)
-	off, err := l.OffsetForTime(t.UnixMilli())
+	off, err := l.OffsetForTime(t)
 	if err != nil {
 		return err
 	}

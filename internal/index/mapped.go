@@ -28,7 +28,7 @@ import (
 // Truncate below a live mapping, so a test that broke this would fail there. A file cut by
 // another program while the store holds its directory's lock is outside that promise, as it
 // is for Kafka's mapped indexes; the .log mapping, read in place by ReadRecord, turns such a
-// fault into the read's error (log_record.go).
+// fault into the read's error (the segment package's ReadRecord).
 type mapped struct {
 	name      string
 	entrySize int

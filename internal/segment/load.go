@@ -1,4 +1,4 @@
-package commitlog
+package segment
 
 import (
 	"errors"
@@ -15,73 +15,81 @@ import (
 // scanChunk is the read-ahead of recovery scans: large, since they read everything.
 const scanChunk = 1 << 20
 
-// noCut is the cutFrom of a scan that may truncate nothing: every bad batch stays in place.
-const noCut = int64(math.MaxInt64)
+// NoCut is the cutFrom of a Load that may truncate nothing: every bad batch stays in place.
+const NoCut = int64(math.MaxInt64)
 
-// loadReport says how loading a segment went, for the log to act on and to log.
-type loadReport struct {
-	// badPos is the position where the scan stopped: at a batch whose framing is broken (a
+// LoadReport says how Load went, for the caller (the log) to act on and to log. Load changes no
+// byte of the .log file: whether to cut at BadPos (Cut) or keep the bytes (SetSize) is the
+// caller's decision.
+type LoadReport struct {
+	// BadPos is the position where the scan stopped: at a batch whose framing is broken (a
 	// length out of bounds or past the end of the file, a magic other than 2, offsets not
 	// increasing), after which nothing of the segment can be read, or at the first bad batch of
-	// any kind whose first offset is at or past the scan's cutFrom (then cut is set). -1 when
+	// any kind whose first offset is at or past the scan's cutFrom (then Cut is set). -1 when
 	// the scan reached the end of the file.
-	badPos int64
-	// badOffset is the first offset the bytes at badPos could hold: the last offset + 1 of the
+	BadPos int64
+	// BadOffset is the first offset the bytes at BadPos could hold: the last offset + 1 of the
 	// valid batch before them, or the segment's base offset when none was scanned before them.
-	badOffset int64
-	// cause says what was wrong at badPos.
-	cause error
-	// cut says the bytes from badPos on may be truncated: a torn tail in the unflushed region.
-	cut bool
-	// corrupt lists the batches whose framing was whole but whose CRC or records failed: the
+	BadOffset int64
+	// Cause says what was wrong at BadPos.
+	Cause error
+	// Cut says the bytes from BadPos on may be truncated: a torn tail in the unflushed region.
+	Cut bool
+	// Corrupt lists the batches whose framing was whole but whose CRC or records failed: the
 	// scan walked over them by their length and went on; they stay in place, byte for byte,
 	// and reads of them return ErrCorrupt.
-	corrupt []corruptBatch
-	// rebuilt is set when an index was rebuilt from the log, and why.
-	rebuilt error
+	Corrupt []CorruptBatch
+	// Rebuilt is set when an index was rebuilt from the log, and says why.
+	Rebuilt error
 }
 
-// corruptBatch is a batch that recovery walked over and left in place.
-type corruptBatch struct {
-	pos        int64
-	baseOffset int64 // from the header (not covered by the CRC, but above the previous batch's)
-	cause      error
+// CorruptBatch is a batch that recovery walked over and left in place.
+type CorruptBatch struct {
+	Pos        int64 // position in the .log file, bytes
+	BaseOffset int64 // from the header (not covered by the CRC, but above the previous batch's)
+	Cause      error
 }
 
-// load recovers the in-memory state of a segment opened with openSegment and brings its indexes
-// in line with its data.
+// Load recovers the in-memory state of a segment opened with Open (Kafka's LogSegment.recover,
+// and, for a segment trusted as it is, the header walk of LogSegment.readNextOffset) and brings
+// its indexes in line with its data. It runs once, before the segment is shared.
 //
 // With full set (the segment may hold bytes written after the last known flush) it rebuilds
 // both indexes from a scan of every batch. Otherwise it trusts the batches before the last
 // offset index entry and scans from there; if either index fails its check (missing, a size
 // that is not whole entries, out of order, pointing past the data) it falls back to the full
 // rebuild. A batch whose CRC (or records) fails but whose framing is whole is walked over by its
-// length and reported in corrupt; the scan stops at a batch whose framing is broken (length,
+// length and reported in Corrupt; the scan stops at a batch whose framing is broken (length,
 // magic, base offset not above the previous batch's last offset), and, when cutFrom is not
-// noCut, at the first bad batch of either kind whose first offset is >= cutFrom (the recovery
-// point of an unclean shutdown: bytes there were never known to be flushed). load reports the
-// position and leaves the file alone: truncating, or keeping, is the log's decision.
-func (s *segment) load(full bool, cutFrom int64) (loadReport, error) {
-	rep := loadReport{badPos: -1}
+// NoCut, at the first bad batch of either kind whose first offset is >= cutFrom (the recovery
+// point of an unclean shutdown: bytes there were never known to be flushed). Load reports the
+// position and leaves the file alone: truncating (DiscardFrom, Truncate), or keeping (SetSize),
+// is the caller's decision. Size and NextOffset end at the last batch scanned.
+//
+// On success the segment joins its file cache: from then on a sealed segment's files may be
+// closed for idleness (the active segment's writable indexes pin it open). Errors: the file
+// system's, and index errors other than a corrupt or missing index (those are rebuilt).
+func (s *Segment) Load(full bool, cutFrom int64) (LoadReport, error) {
+	rep := LoadReport{BadPos: -1}
 	if err := s.openIndexes(!s.sealed); err != nil {
 		// A sealed segment's missing index is rebuilt like a corrupt one (an active segment's
 		// is created empty, and caught below).
 		if !errors.Is(err, index.ErrCorrupt) && !errors.Is(err, fs.ErrNotExist) {
 			return rep, err
 		}
-		rep.rebuilt = err
+		rep.Rebuilt = err
 		full = true
 	}
 	if !full {
 		if err := s.offsetIdx.Check(s.size.Load()); err != nil {
-			rep.rebuilt, full = err, true
+			rep.Rebuilt, full = err, true
 		} else if err := s.timeIdx.Check(1<<63 - 1); err != nil {
-			rep.rebuilt, full = err, true
+			rep.Rebuilt, full = err, true
 		} else if s.timeIdx.Entries() == 0 && s.size.Load() > 0 {
 			// Close and seal leave the segment's largest timestamp in its time index; without
 			// it, a scan of the tail alone would take the tail's largest timestamp for the
 			// segment's, and OffsetForTime would skip the segment.
-			rep.rebuilt, full = fmt.Errorf("%w: %s: empty time index for a segment holding data", index.ErrCorrupt, s.path(timeIndexSuffix)), true
+			rep.Rebuilt, full = fmt.Errorf("%w: %s: empty time index for a segment holding data", index.ErrCorrupt, s.Path(TimeIndexSuffix)), true
 		}
 	}
 	if !full {
@@ -91,19 +99,19 @@ func (s *segment) load(full bool, cutFrom int64) (loadReport, error) {
 		}
 		// A time index pointing past the recovered data (the log was cut under it) is rebuilt.
 		if ts, off, ok := s.timeIdx.LastEntry(); ok && off >= s.nextOffset {
-			rep.rebuilt = fmt.Errorf("%w: time index entry (%d, %d) past the last offset %d",
+			rep.Rebuilt = fmt.Errorf("%w: time index entry (%d, %d) past the last offset %d",
 				index.ErrCorrupt, ts, off, s.nextOffset-1)
 			full = true
-		} else if r.badPos >= 0 {
+		} else if r.BadPos >= 0 {
 			// Entries at or past a bad batch would point into bytes about to be cut.
-			if _, pos, ok := s.offsetIdx.LastEntry(); ok && pos >= r.badPos {
+			if _, pos, ok := s.offsetIdx.LastEntry(); ok && pos >= r.BadPos {
 				full = true
 			} else {
-				rep.badPos, rep.badOffset, rep.cause, rep.cut = r.badPos, r.badOffset, r.cause, r.cut
+				rep.BadPos, rep.BadOffset, rep.Cause, rep.Cut = r.BadPos, r.BadOffset, r.Cause, r.Cut
 			}
 		}
 		if !full {
-			rep.corrupt = r.corrupt
+			rep.Corrupt = r.Corrupt
 		}
 	}
 	if full {
@@ -124,24 +132,29 @@ func (s *segment) load(full bool, cutFrom int64) (loadReport, error) {
 		if err != nil {
 			return rep, err
 		}
-		rep.badPos, rep.badOffset, rep.cause, rep.cut, rep.corrupt = r.badPos, r.badOffset, r.cause, r.cut, r.corrupt
+		rep.BadPos, rep.BadOffset, rep.Cause, rep.Cut, rep.Corrupt = r.BadPos, r.BadOffset, r.Cause, r.Cut, r.Corrupt
 		if s.sealed {
 			s.sealed = false
-			if err := s.seal(); err != nil {
+			if err := s.Seal(); err != nil {
 				return rep, err
 			}
 		}
 	}
+	// Loaded, a sealed segment is idle: its files count against the store's bound from now on
+	// and are closed when it is passed, so that a log of thousands of segments opens under a
+	// small descriptor limit and does not keep them all open after. The active segment is pinned
+	// by its writable indexes.
+	s.files.add(s)
 	return rep, nil
 }
 
 // recreateIndexes replaces the segment's index files with empty writable ones.
-func (s *segment) recreateIndexes() error {
+func (s *Segment) recreateIndexes() error {
 	if err := s.closeIndexes(); err != nil {
 		return err
 	}
-	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
-		if err := s.fs.Remove(s.path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	for _, suf := range []string{IndexSuffix, TimeIndexSuffix} {
+		if err := s.fs.Remove(s.Path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
@@ -149,10 +162,10 @@ func (s *segment) recreateIndexes() error {
 }
 
 // rebuild empties both indexes and scans every batch from position 0, cutting nothing.
-func (s *segment) rebuild() (loadReport, error) { return s.rebuildCut(noCut) }
+func (s *Segment) rebuild() (LoadReport, error) { return s.rebuildCut(NoCut) }
 
 // rebuildCut is rebuild with the cutFrom of load.
-func (s *segment) rebuildCut(cutFrom int64) (loadReport, error) {
+func (s *Segment) rebuildCut(cutFrom int64) (LoadReport, error) {
 	s.offsetIdx.Reset()
 	s.timeIdx.Reset()
 	s.nextOffset = s.baseOffset
@@ -164,7 +177,7 @@ func (s *segment) rebuildCut(cutFrom int64) (loadReport, error) {
 // scanTail restores the in-memory state from the indexes and scans the batches after the last
 // offset index entry. With the entry at (o, p), the batch at p is the one the entry was written
 // for, so bytesSinceIndex restarts at 0 there, exactly as when it was first appended.
-func (s *segment) scanTail(cutFrom int64) (loadReport, error) {
+func (s *Segment) scanTail(cutFrom int64) (LoadReport, error) {
 	var start int64
 	if _, pos, ok := s.offsetIdx.LastEntry(); ok {
 		start = pos
@@ -191,8 +204,8 @@ func (s *segment) scanTail(cutFrom int64) (loadReport, error) {
 // position where the walk stopped; s.nextOffset as one past the last offset of the valid
 // batches and of the corrupt ones' headers (a later append must not reuse an offset a corrupt
 // batch may hold).
-func (s *segment) scanFrom(pos, cutFrom int64) (loadReport, error) {
-	rep := loadReport{badPos: -1}
+func (s *Segment) scanFrom(pos, cutFrom int64) (LoadReport, error) {
+	rep := LoadReport{BadPos: -1}
 	limit := s.size.Load()
 	sc := newScanner(s.file, pos, limit, s.maxBatchSize(), scanChunk, nil)
 	lastCorruptBase, claimedNext := int64(-1), int64(-1)
@@ -236,11 +249,11 @@ func (s *segment) scanFrom(pos, cutFrom int64) (loadReport, error) {
 				first = h.BaseOffset
 			}
 			if first >= cutFrom || !framed {
-				rep.badPos, rep.badOffset, rep.cause, rep.cut = sc.pos, first, err, first >= cutFrom
+				rep.BadPos, rep.BadOffset, rep.Cause, rep.Cut = sc.pos, first, err, first >= cutFrom
 				break
 			}
 			// Whole framing, bad contents: left in place, walked over.
-			rep.corrupt = append(rep.corrupt, corruptBatch{pos: sc.pos, baseOffset: h.BaseOffset, cause: err})
+			rep.Corrupt = append(rep.Corrupt, CorruptBatch{Pos: sc.pos, BaseOffset: h.BaseOffset, Cause: err})
 			lastCorruptBase = h.BaseOffset
 			claimedNext = max(claimedNext, h.LastOffset()+1)
 			afterCorrupt = true
@@ -260,7 +273,7 @@ func (s *segment) scanFrom(pos, cutFrom int64) (loadReport, error) {
 			s.bytesSinceIndex = 0
 		}
 		afterCorrupt = false
-		if err := s.indexLoaded(batchInfo{position: sc.pos, size: h.Size(), lastOffset: h.LastOffset(), maxTimestamp: h.MaxTimestamp}); err != nil {
+		if err := s.indexLoaded(BatchInfo{Position: sc.pos, Size: h.Size(), LastOffset: h.LastOffset(), MaxTimestamp: h.MaxTimestamp}); err != nil {
 			return rep, err
 		}
 		// The corrupt batches before this valid one hold offsets below its base offset, whatever
@@ -276,16 +289,16 @@ func (s *segment) scanFrom(pos, cutFrom int64) (loadReport, error) {
 
 // indexLoaded is indexBatch for a batch found on disk: a sealed segment's read-only indexes are
 // already complete, so only the in-memory state moves.
-func (s *segment) indexLoaded(b batchInfo) error {
+func (s *Segment) indexLoaded(b BatchInfo) error {
 	if !s.sealed {
-		return s.indexBatch(b)
+		return s.IndexBatch(b)
 	}
 	if s.rollTimestamp < 0 {
-		s.rollTimestamp = b.maxTimestamp
+		s.rollTimestamp = b.MaxTimestamp
 	}
-	if b.maxTimestamp > s.maxTimestamp {
-		s.maxTimestamp, s.offsetOfMaxTimestamp = b.maxTimestamp, b.lastOffset
+	if b.MaxTimestamp > s.maxTimestamp {
+		s.maxTimestamp, s.offsetOfMaxTimestamp = b.MaxTimestamp, b.LastOffset
 	}
-	s.nextOffset = b.lastOffset + 1
+	s.nextOffset = b.LastOffset + 1
 	return nil
 }

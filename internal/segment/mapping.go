@@ -1,4 +1,4 @@
-package commitlog
+package segment
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ import (
 // segment grows past it, and a read of bytes past it uses ReadAt until enough has been appended
 // to be worth a new mapping (remapStep). Touching a mapped page past the end of the file is a
 // SIGBUS, so the file must never shrink under a mapping in use: truncation holds the mappings
-// (holdMappings), which waits for the reads using the current one and makes no new one until it
+// (HoldMappings), which waits for the reads using the current one and makes no new one until it
 // is done. Appends only grow the file, and closing or removing a file leaves its pages mapped.
 
 // readMapping is one read-only mapping of a segment's .log file, counted: the segment holds one
@@ -69,7 +69,7 @@ func remapStep(mapped int) int64 { return max(int64(mapped)/8, 1<<20) }
 // [0, need) when that is worth it; it may cover less (see bytesAt), and it is nil when there is
 // none: the bytes are then read with ReadAt. The caller holds a reference on s, so its files are
 // open.
-func (s *segment) mapping(need int64) *readMapping {
+func (s *Segment) mapping(need int64) *readMapping {
 	if !s.shared {
 		return nil
 	}
@@ -82,7 +82,7 @@ func (s *segment) mapping(need int64) *readMapping {
 // remap returns the current mapping, acquired, after mapping the file again when it does not
 // cover [0, need) and the growth since it was made is worth a new one (remapStep). No mapping is
 // made while a truncation holds the mappings or after the files closed.
-func (s *segment) remap(need int64) *readMapping {
+func (s *Segment) remap(need int64) *readMapping {
 	s.mapMu.Lock()
 	defer s.mapMu.Unlock()
 	old := s.rmap.Load()
@@ -118,7 +118,7 @@ func (s *segment) remap(need int64) *readMapping {
 }
 
 // dropMapping lets the current mapping go once the reads using it end.
-func (s *segment) dropMapping() {
+func (s *Segment) dropMapping() {
 	s.mapMu.Lock()
 	m := s.rmap.Swap(nil)
 	s.mapMu.Unlock()
@@ -127,11 +127,11 @@ func (s *segment) dropMapping() {
 	}
 }
 
-// holdMappings is called before the .log file is truncated: no mapping is made until
+// HoldMappings is called before the .log file is truncated: no mapping is made until
 // releaseMappings, and the current one is unmapped, once the reads using it end, before it
 // returns. Reads hold a mapping only while they parse and copy a record, and take no lock of the
 // log meanwhile, so the wait is short and cannot deadlock with the truncation's locks.
-func (s *segment) holdMappings() {
+func (s *Segment) HoldMappings() {
 	s.mapMu.Lock()
 	s.mapHold++
 	m := s.rmap.Swap(nil)
@@ -143,8 +143,8 @@ func (s *segment) holdMappings() {
 	}
 }
 
-// releaseMappings ends a holdMappings.
-func (s *segment) releaseMappings() {
+// ReleaseMappings ends a HoldMappings.
+func (s *Segment) ReleaseMappings() {
 	s.mapMu.Lock()
 	s.mapHold--
 	s.mapMu.Unlock()
@@ -152,7 +152,7 @@ func (s *segment) releaseMappings() {
 
 // bytesAt returns the n bytes of the .log file at pos: a view of m when it covers them, else
 // read with ReadAt into buf. The caller has checked pos+n against the segment's size.
-func (s *segment) bytesAt(m *readMapping, buf *readBuf, pos int64, n int) ([]byte, error) {
+func (s *Segment) bytesAt(m *readMapping, buf *readBuf, pos int64, n int) ([]byte, error) {
 	if m != nil && pos+int64(n) <= int64(len(m.b)) {
 		return m.b[pos : pos+int64(n) : pos+int64(n)], nil
 	}

@@ -1,4 +1,4 @@
-package commitlog
+package segment
 
 import (
 	"sync"
@@ -7,30 +7,24 @@ import (
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
 
-// DefaultRecordPositionCacheBytes is the memory a store (or a log opened on its own) gives to
-// the record position cache of ReadRecord when WithRecordPositionCache does not say: 32 MiB,
-// which keeps the batches of about 3 GiB of log of ~120-byte records in batches of hundreds
-// (about 11 KiB of positions and bookkeeping per MiB of such a log).
-const DefaultRecordPositionCacheBytes = 32 << 20
-
-// positionStride is how many records apart a cached batch keeps positions: a read steps over at
-// most positionStride-1 records before the one it wants, and a batch costs 4 bytes of positions
-// for every positionStride records (8 when its offsets have gaps). Each record stepped over is
+// PositionStride is how many records apart a cached batch keeps positions: a read steps over at
+// most PositionStride-1 records before the one it wants, and a batch costs 4 bytes of positions
+// for every PositionStride records (8 when its offsets have gaps). Each record stepped over is
 // one more cache line of the segment to bring from memory, the main cost of a random read: on
 // random reads of 1M records of 116 bytes in batches of 1000 (BenchmarkReadRecordRandom, 5 runs
 // each, beside the pread table), 4 took a median 0.93 of the baseline's time a read, 8 0.95 and
 // 16 1.36; 2 was no faster than 4, for twice the memory.
-const positionStride = 4
+const PositionStride = 4
 
-// positionEntryOverhead is what the cache counts for an entry besides its positions: the entry
+// PositionEntryOverhead is what the cache counts for an entry besides its positions: the entry
 // (the batch's header included), its map slot and its anchor's slot, rounded up. Counting it
 // keeps a cache of many small batches bounded too.
-const positionEntryOverhead = 256
+const PositionEntryOverhead = 256
 
 // recordMarks are the positions, in a batch's records section (the bytes after the 61-byte
-// header), of its records 0, positionStride, 2*positionStride, ..., and their offset deltas.
+// header), of its records 0, PositionStride, 2*PositionStride, ..., and their offset deltas.
 // deltas is nil for a dense batch, whose record i has offset delta i (no compaction gaps: the
-// usual case), so that record i*positionStride is at pos[i].
+// usual case), so that record i*PositionStride is at pos[i].
 type recordMarks struct {
 	pos    []uint32
 	deltas []int32
@@ -39,7 +33,7 @@ type recordMarks struct {
 // mark returns the index of the last mark whose offset delta is <= delta (0 when none is).
 func (m *recordMarks) mark(delta int32) int {
 	if m.deltas == nil {
-		return min(int(delta)/positionStride, len(m.pos)-1)
+		return min(int(delta)/PositionStride, len(m.pos)-1)
 	}
 	lo, hi := 0, len(m.deltas) // the first mark above delta is in [lo, hi]
 	for lo < hi {
@@ -58,13 +52,13 @@ func (m *recordMarks) mark(delta int32) int {
 // count when the batch was read, and the batch's position. A position that truncation cut and
 // appends wrote again has a higher count, so it can never be found by a key of the old bytes.
 type positionKey struct {
-	seg *segment
+	seg *Segment
 	gen uint64
 	pos int64
 }
 
 // positionEntry is a batch whose CRC and record framing were verified: its header and the
-// position of every positionStride-th record. h and marks never change once the entry is in the
+// position of every PositionStride-th record. h and marks never change once the entry is in the
 // cache, so a read uses them without the lock.
 type positionEntry struct {
 	key   positionKey
@@ -84,7 +78,7 @@ type positionEntry struct {
 
 // bytes is what the entry counts against the bound.
 func (e *positionEntry) bytes() int64 {
-	return positionEntryOverhead + 4*int64(cap(e.marks.pos)) + 4*int64(cap(e.marks.deltas))
+	return PositionEntryOverhead + 4*int64(cap(e.marks.pos)) + 4*int64(cap(e.marks.deltas))
 }
 
 // matches reports whether the batch header h read at the entry's position is the batch the
@@ -98,19 +92,18 @@ func (e *positionEntry) holds(offset int64) bool {
 	return e.h.BaseOffset <= offset && offset <= e.h.LastOffset()
 }
 
-// positionCache keeps the verified batches of ReadRecord for every log opened with the same
+// PositionCache keeps the verified batches of ReadRecord for every log opened with the same
 // options (one store, or one log opened on its own), within a bound on the bytes of its entries,
 // the least recently used going first by the CLOCK approximation (as the file cache does): a read
 // that finds an entry only sets its reference bit, rather than moving it in a list, which would
 // write the lines of its neighbours, cache misses of their own on a random read. It is what lets
 // a batch's CRC be checked once rather than at every read of one of its records, and a read step
-// over at most positionStride-1 records.
+// over at most PositionStride-1 records.
 //
-// Entries of a segment go when its data may change or its files close: truncation (TruncateTo,
-// a follower's truncation), removal (retention, truncation), and closing (Close, the file
-// cache's eviction). A read that began before one of those cannot add an entry after it (see
-// put).
-type positionCache struct {
+// Entries of a segment go when its data may change or its files close: truncation
+// (Segment.Truncate), retirement (Segment.Retire), and closing (Segment.Close, the file cache's
+// eviction). A read that began before one of those cannot add an entry after it (see put).
+type PositionCache struct {
 	limit int64 // bytes; 0 keeps nothing
 
 	mu      sync.Mutex
@@ -126,13 +119,15 @@ type positionCache struct {
 	evicted int // entries dropped for the bound, for tests
 }
 
-func newPositionCache(limit int64) *positionCache {
-	return &positionCache{limit: max(limit, 0), entries: make(map[positionKey]*positionEntry),
+// NewPositionCache returns a cache holding at most limit bytes of entries (0 or less keeps
+// nothing).
+func NewPositionCache(limit int64) *PositionCache {
+	return &PositionCache{limit: max(limit, 0), entries: make(map[positionKey]*positionEntry),
 		anchors: make(map[positionKey]*positionEntry)}
 }
 
 // get returns the entry for k, marked used, or nil.
-func (c *positionCache) get(k positionKey) *positionEntry {
+func (c *PositionCache) get(k positionKey) *positionEntry {
 	if c == nil || c.limit == 0 {
 		return nil
 	}
@@ -146,7 +141,7 @@ func (c *positionCache) get(k positionKey) *positionEntry {
 }
 
 // anchored returns the entry remembered under the anchor position k, marked used, or nil.
-func (c *positionCache) anchored(k positionKey) *positionEntry {
+func (c *PositionCache) anchored(k positionKey) *positionEntry {
 	if c == nil || c.limit == 0 {
 		return nil
 	}
@@ -161,7 +156,7 @@ func (c *positionCache) anchored(k positionKey) *positionEntry {
 
 // setAnchor remembers e under the anchor position k (same segment and truncation count), in
 // place of the entry remembered there before and of the anchor e had, if e is still cached.
-func (c *positionCache) setAnchor(k positionKey, e *positionEntry) {
+func (c *PositionCache) setAnchor(k positionKey, e *positionEntry) {
 	if c == nil || k.seg != e.key.seg || k.gen != e.key.gen {
 		return
 	}
@@ -179,7 +174,7 @@ func (c *positionCache) setAnchor(k positionKey, e *positionEntry) {
 }
 
 // dropAnchor forgets e's anchor. Callers hold mu.
-func (c *positionCache) dropAnchor(e *positionEntry) {
+func (c *PositionCache) dropAnchor(e *positionEntry) {
 	if e.anchor < 0 {
 		return
 	}
@@ -194,7 +189,7 @@ func (c *positionCache) dropAnchor(e *positionEntry) {
 // truncation count: the counter and flags are set before invalidate takes the lock, so an entry
 // either is refused here or is there for invalidate to remove. Then the least recently used
 // entries go until the bytes fit the bound.
-func (c *positionCache) put(e *positionEntry) {
+func (c *PositionCache) put(e *positionEntry) {
 	if c == nil || e.bytes() > c.limit {
 		return
 	}
@@ -232,7 +227,7 @@ func (c *positionCache) put(e *positionEntry) {
 
 // invalidate drops every entry of s. Its callers have first made put refuse s's older entries
 // (a truncation count, retired, or isOpen cleared).
-func (c *positionCache) invalidate(s *segment) {
+func (c *PositionCache) invalidate(s *Segment) {
 	if c == nil {
 		return
 	}
@@ -244,7 +239,7 @@ func (c *positionCache) invalidate(s *segment) {
 }
 
 // remove takes e out of the map, the LRU list and its segment's list. Callers hold mu.
-func (c *positionCache) remove(e *positionEntry) {
+func (c *PositionCache) remove(e *positionEntry) {
 	delete(c.entries, e.key)
 	c.dropAnchor(e)
 	c.unlink(e)
@@ -262,7 +257,7 @@ func (c *positionCache) remove(e *positionEntry) {
 }
 
 // link puts e in the ring just behind the hand: the last entry the clock reaches.
-func (c *positionCache) link(e *positionEntry) {
+func (c *PositionCache) link(e *positionEntry) {
 	if c.hand == nil {
 		e.prev, e.next = e, e
 		c.hand = e
@@ -274,7 +269,7 @@ func (c *positionCache) link(e *positionEntry) {
 }
 
 // unlink takes e out of the ring.
-func (c *positionCache) unlink(e *positionEntry) {
+func (c *PositionCache) unlink(e *positionEntry) {
 	if e.next == e {
 		c.hand = nil
 	} else {
@@ -287,10 +282,16 @@ func (c *positionCache) unlink(e *positionEntry) {
 	e.prev, e.next = nil, nil
 }
 
-// stats returns the entries and bytes held and the entries dropped for the bound, for tests.
-// Anchors are counted in their entries' bytes, one at most each.
-func (c *positionCache) stats() (entries int, bytes int64, evicted int) {
+// Stats returns the entries and bytes held and the entries dropped for the bound (for tests and
+// metrics). Anchors are counted in their entries' bytes, one at most each.
+func (c *PositionCache) Stats() (entries int, bytes int64, evicted int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.entries), c.bytes, c.evicted
+}
+
+// Holds reports whether the cache holds the batch at position pos of s's data as it stands (since
+// its last truncation). For tests and diagnostics.
+func (c *PositionCache) Holds(s *Segment, pos int64) bool {
+	return c.get(positionKey{seg: s, gen: s.truncations.Load(), pos: pos}) != nil
 }

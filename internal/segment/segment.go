@@ -1,9 +1,8 @@
-package commitlog
+package segment
 
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,23 +13,69 @@ import (
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
 	"github.com/commitlog-go/commitlog/internal/index"
-	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
 
 // File name suffixes of a segment, as Kafka names them.
 const (
-	logSuffix       = ".log"
-	indexSuffix     = ".index"
-	timeIndexSuffix = ".timeindex"
+	LogSuffix       = ".log"       // the batches
+	IndexSuffix     = ".index"     // the offset index
+	TimeIndexSuffix = ".timeindex" // the time index
 )
 
-// segmentName returns the file name stem of the segment with the given base offset: 20 digits,
-// zero-padded, as Kafka names segment files.
-func segmentName(baseOffset int64) string { return fmt.Sprintf("%020d", baseOffset) }
+// Errors of the package. The root package re-exports ErrCorrupt and ErrClosed under the same
+// names, so their texts are the ones its callers see; it turns ErrNoRecord into its own
+// ErrNoRecordYet.
+var (
+	// ErrCorrupt is wrapped by every error about bytes of a segment that are not a valid
+	// RecordBatch v2 (bad length, magic or CRC, records that disagree with their header); the
+	// wrapping text names the file, the position and the offset.
+	ErrCorrupt = errors.New("commitlog: corrupt data")
+	// ErrClosed is returned by a read that needs the files of a segment closed for good (its
+	// log closed, or it was removed).
+	ErrClosed = errors.New("commitlog: closed")
+	// ErrNoRecord ends a ReadRecord that found no record below the readable end it was given.
+	ErrNoRecord = errors.New("no record")
+)
 
-// parseSegmentName returns the base offset named by a file name such as
-// "00000000000000001234.log" and whether the name is one.
-func parseSegmentName(name, suffix string) (int64, bool) {
+// Config is what a segment uses of its log's configuration (Kafka's LogConfig). The caller fills
+// every field (the log applies Kafka's defaults first) and does not change it while a segment
+// uses it.
+type Config struct {
+	// IndexIntervalBytes is index.interval.bytes: the bytes appended between two offset index
+	// entries.
+	IndexIntervalBytes int
+	// SegmentBytes is segment.bytes: CanHold refuses a write that would make the .log larger.
+	SegmentBytes int64
+	// SegmentDuration is segment.ms: CanHold refuses a write whose largest timestamp is this much
+	// newer than the segment's first batch's (Kafka's rollingBasedTimestamp).
+	SegmentDuration time.Duration
+	// SegmentIndexBytes is segment.index.bytes: the preallocated size of each writable index
+	// file; CanHold refuses a write once an index is full.
+	SegmentIndexBytes int
+	// MaxMessageBytes is max.message.bytes. With SegmentBytes it bounds the length field of a
+	// batch read from disk (see maxBatchSize).
+	MaxMessageBytes int
+	// MaxDecompressedBytes bounds the decompressed size of one stored batch when a read decodes
+	// it (ReadRecord's compressed batches, FirstAtOrAfter).
+	MaxDecompressedBytes int
+}
+
+// Caches are the store-wide caches a segment uses, shared by every segment of the logs opened
+// with one set of options. A nil field turns its cache off.
+type Caches struct {
+	// Files bounds the files held open (nil: every segment keeps its files open).
+	Files *FileCache
+	// Positions keeps ReadRecord's verified batches (nil: every ReadRecord checks its batch).
+	Positions *PositionCache
+}
+
+// Name returns the file name stem of the segment with the given base offset: 20 digits,
+// zero-padded, as Kafka names segment files.
+func Name(baseOffset int64) string { return fmt.Sprintf("%020d", baseOffset) }
+
+// ParseName returns the base offset named by a file name such as
+// "00000000000000001234.log" (with suffix ".log") and whether the name is one.
+func ParseName(name, suffix string) (int64, bool) {
 	stem, ok := strings.CutSuffix(name, suffix)
 	if !ok || len(stem) != 20 {
 		return 0, false
@@ -42,21 +87,23 @@ func parseSegmentName(name, suffix string) (int64, bool) {
 	return n, true
 }
 
-// segment is one .log file and its two indexes. The log serialises writers; readers look the
-// indexes up under the log's read lock (the active segment's grow, and truncation rebuilds a
-// segment's), and read the .log file without it.
+// Segment is one .log file and its two indexes (Kafka's LogSegment with its OffsetIndex and
+// TimeIndex); see the package documentation for the layout, the lifecycle and which methods the
+// caller serialises. The caller (the log) serialises the writer's methods; readers look the
+// indexes up under the lock the writer publishes under (the active segment's grow, and
+// truncation rebuilds a segment's), and read the .log file without it.
 //
 // The active segment's files are open for as long as it is active. A sealed segment's files are
 // opened on first use and may be closed again when idle (no read holds a reference) to keep the
-// files a store holds open under its bound (see fileCache): a read acquires the segment, then
-// finds its files open (filesReady) or opens them (open); they stay open until it releases.
+// files a store holds open under its bound (see FileCache): a read acquires the segment, then
+// finds its files open (FilesReady) or opens them (OpenFiles); they stay open until it releases.
 // The in-memory state (sizes, offsets, timestamps) stays whether the files are open or not.
-type segment struct {
+type Segment struct {
 	fs         fsys.FS
 	dir        string
 	baseOffset int64
-	cfg        *LogConfig
-	files      *fileCache // bounds open files across the store; nil keeps the files open
+	cfg        *Config
+	files      *FileCache // bounds open files across the store; nil keeps the files open
 
 	// file and the indexes are valid while isOpen is set (for a reader that holds a reference,
 	// until it releases it); they change only under openMu with no reference held, or, for the
@@ -78,7 +125,7 @@ type segment struct {
 	used atomic.Bool
 	// cacheNext and cachePrev link the segment in its cache's ring while its files are open;
 	// guarded by the cache's mu.
-	cacheNext, cachePrev *segment
+	cacheNext, cachePrev *Segment
 
 	// size is the number of bytes of whole, valid batches; readers never read past it.
 	size atomic.Int64
@@ -118,10 +165,10 @@ type segment struct {
 
 	// posCache is the store's record position cache (nil: none); positions heads the list of
 	// this segment's entries in it, guarded by the cache's mu.
-	posCache  *positionCache
+	posCache  *PositionCache
 	positions *positionEntry
 
-	// The read mapping of the .log file (see segment_map.go): shared says whether the file
+	// The read mapping of the .log file (see mapping.go): shared says whether the file
 	// system's mappings share the file's pages; rmap is the current mapping, nil when none;
 	// mapMu serialises making and dropping it, and mapHold (guarded by mapMu) counts the
 	// truncations under way, during which no mapping is made.
@@ -131,25 +178,27 @@ type segment struct {
 	mapHold int
 }
 
-func (s *segment) path(suffix string) string {
-	return filepath.Join(s.dir, segmentName(s.baseOffset)+suffix)
+// Path returns the path of the segment's file with the given suffix (LogSuffix, IndexSuffix,
+// TimeIndexSuffix, or one of those followed by a retired suffix): dir/<Name(base)><suffix>.
+func (s *Segment) Path(suffix string) string {
+	return filepath.Join(s.dir, Name(s.baseOffset)+suffix)
 }
 
-// createSegment creates the files of a new, empty, active segment, with the disk space of its
-// indexes' first entries reserved. The caller syncs the directory. spared says that a roll has
-// just renamed spare files to the segment's names (log_spare.go): they are empty, and no stale
-// index is left to remove.
+// Create creates the files of a new, empty, active segment at baseOffset in dir, with the disk
+// space of its indexes' first entries reserved, and adds it to caches.Files. The caller syncs
+// the directory. spared says that the caller has just renamed spare files to the segment's names:
+// they are empty, and no stale index is left to remove.
 //
 // On failure (a full disk, as a rule: syscall.ENOSPC from a creation, the index preallocation or
 // the reservation) no segment is made, and the files at the segment's names are removed: they
 // are empty or stale, as nothing of the log is at or past the base offset of a segment being
 // created.
-func createSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig, spared bool) (*segment, error) {
-	s := &segment{fs: fs, dir: dir, baseOffset: baseOffset, cfg: cfg, files: fileCacheOf(fs), posCache: positionCacheOf(fs),
+func Create(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Caches, spared bool) (*Segment, error) {
+	s := &Segment{fs: fsy, dir: dir, baseOffset: baseOffset, cfg: cfg, files: caches.Files, posCache: caches.Positions,
 		nextOffset: baseOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1}
 	if err := s.createFiles(spared); err != nil {
-		for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-			if rerr := fs.Remove(s.path(suf)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
+			if rerr := fsy.Remove(s.Path(suf)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 				err = errors.Join(err, rerr)
 			}
 		}
@@ -162,19 +211,19 @@ func createSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig, spa
 
 // createFiles creates (or, spared, opens) the .log file and the writable indexes of a new
 // segment; on failure it closes whichever it opened.
-func (s *segment) createFiles(spared bool) error {
-	f, err := s.fs.OpenFile(s.path(logSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+func (s *Segment) createFiles(spared bool) error {
+	f, err := s.fs.OpenFile(s.Path(LogSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
 	s.file, s.shared = f, fsys.SharesMappings(f)
 	// Stale indexes of an earlier segment at this base offset must not be trusted; claimed spares
 	// were renamed over them.
-	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+	for _, suf := range []string{IndexSuffix, TimeIndexSuffix} {
 		if spared {
 			break
 		}
-		if err := s.fs.Remove(s.path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := s.fs.Remove(s.Path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return errors.Join(err, f.Close())
 		}
 	}
@@ -184,12 +233,14 @@ func (s *segment) createFiles(spared bool) error {
 	return nil
 }
 
-// openSegment opens an existing segment's .log file and takes its size; load then opens the
-// indexes and recovers the in-memory state, and the log adds the segment to its file cache.
-func openSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig, sealed bool) (*segment, error) {
-	s := &segment{fs: fs, dir: dir, baseOffset: baseOffset, cfg: cfg, files: fileCacheOf(fs), posCache: positionCacheOf(fs),
+// Open opens the .log file of an existing segment at baseOffset in dir and takes its size; Load
+// then opens the indexes, recovers the in-memory state and adds the segment to caches.Files.
+// sealed says that the segment is not the log's last (its indexes are opened read-only).
+// Errors: the file system's (fs.ErrNotExist for a missing .log file).
+func Open(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Caches, sealed bool) (*Segment, error) {
+	s := &Segment{fs: fsy, dir: dir, baseOffset: baseOffset, cfg: cfg, files: caches.Files, posCache: caches.Positions,
 		nextOffset: baseOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1, sealed: sealed}
-	f, err := fs.OpenFile(s.path(logSuffix), os.O_RDWR, 0)
+	f, err := fsy.OpenFile(s.Path(LogSuffix), os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -204,12 +255,12 @@ func openSegment(fs fsys.FS, dir string, baseOffset int64, cfg *LogConfig, seale
 	return s, nil
 }
 
-// filesReady reports whether s's files are open, for a read that has acquired s; it marks s
+// FilesReady reports whether s's files are open, for a read that has acquired s; it marks s
 // used for the cache. When it returns true the files stay open until the read releases s: the
 // cache closes only segments whose count it moves from 0 to evicting, which the read's reference
 // prevents. A negative count is an eviction that began before the read's acquire: the read must
-// wait for it in open.
-func (s *segment) filesReady() bool {
+// wait for it in OpenFiles.
+func (s *Segment) FilesReady() bool {
 	if s.refs.Load() <= 0 || !s.isOpen.Load() {
 		return false
 	}
@@ -221,12 +272,12 @@ func (s *segment) filesReady() bool {
 	return true
 }
 
-// open opens the files of a sealed segment closed for idleness (a no-op when they are open),
-// for a read that has acquired s and called filesReady. The indexes are mapped read-only; the
+// OpenFiles opens the files of a sealed segment closed for idleness (a no-op when they are open),
+// for a read that has acquired s and called FilesReady. The indexes are mapped read-only; the
 // .log file is opened for writing too, as truncation may make the segment active again. The
 // files are found under their "*.deleted" names once the segment is retired. ErrClosed when the
 // log closed or the segment was removed.
-func (s *segment) open() error {
+func (s *Segment) OpenFiles() error {
 	s.openMu.Lock()
 	defer s.openMu.Unlock()
 	if s.dead {
@@ -240,15 +291,15 @@ func (s *segment) open() error {
 	if s.retired.Load() {
 		suffix = s.retiredSuffix
 	}
-	f, err := s.fs.OpenFile(s.path(logSuffix+suffix), os.O_RDWR, 0)
+	f, err := s.fs.OpenFile(s.Path(LogSuffix+suffix), os.O_RDWR, 0)
 	if err != nil {
 		return err
 	}
-	ox, err := index.OpenOffset(s.fs, s.path(indexSuffix+suffix), s.baseOffset, s.cfg.SegmentIndexBytes, false)
+	ox, err := index.OpenOffset(s.fs, s.Path(IndexSuffix+suffix), s.baseOffset, s.cfg.SegmentIndexBytes, false)
 	if err != nil {
 		return errors.Join(err, f.Close())
 	}
-	tx, err := index.OpenTime(s.fs, s.path(timeIndexSuffix+suffix), s.baseOffset, s.cfg.SegmentIndexBytes, false)
+	tx, err := index.OpenTime(s.fs, s.Path(TimeIndexSuffix+suffix), s.baseOffset, s.cfg.SegmentIndexBytes, false)
 	if err != nil {
 		return errors.Join(err, ox.Close(), f.Close())
 	}
@@ -262,7 +313,7 @@ func (s *segment) open() error {
 // closes s (openMu is free; it stays held until finishEvict), s is open, not pinned, and no read
 // holds it (the reference count goes from 0 to evicting, so a read acquiring s meanwhile sees a
 // negative count and waits on openMu).
-func (s *segment) beginEvict() bool {
+func (s *Segment) beginEvict() bool {
 	if !s.openMu.TryLock() {
 		return false
 	}
@@ -274,7 +325,7 @@ func (s *segment) beginEvict() bool {
 }
 
 // finishEvict closes the files of a segment beginEvict claimed and lets reads open them again.
-func (s *segment) finishEvict() error {
+func (s *Segment) finishEvict() error {
 	// Cleared before the count is restored: a read that sees its reference counted sees the
 	// files closed.
 	s.isOpen.Store(false)
@@ -287,7 +338,7 @@ func (s *segment) finishEvict() error {
 // closeFiles closes the indexes and the .log file, lets the read mapping go once the reads using
 // it end, and drops the segment's cached record positions (a closed segment may be truncated or
 // removed before it opens again). Callers hold openMu (or own s alone) and have cleared isOpen.
-func (s *segment) closeFiles() error {
+func (s *Segment) closeFiles() error {
 	s.dropMapping()
 	s.posCache.invalidate(s)
 	err := s.closeIndexes()
@@ -299,14 +350,14 @@ func (s *segment) closeFiles() error {
 
 // openIndexes opens both indexes, writable (preallocated) or read-only. Writable indexes pin
 // the segment's files open (see syncIndexes for the unpinning).
-func (s *segment) openIndexes(writable bool) error {
+func (s *Segment) openIndexes(writable bool) error {
 	s.pinned.Store(writable)
 	var err error
-	s.offsetIdx, err = index.OpenOffset(s.fs, s.path(indexSuffix), s.baseOffset, s.cfg.SegmentIndexBytes, writable)
+	s.offsetIdx, err = index.OpenOffset(s.fs, s.Path(IndexSuffix), s.baseOffset, s.cfg.SegmentIndexBytes, writable)
 	if err != nil {
 		return err
 	}
-	s.timeIdx, err = index.OpenTime(s.fs, s.path(timeIndexSuffix), s.baseOffset, s.cfg.SegmentIndexBytes, writable)
+	s.timeIdx, err = index.OpenTime(s.fs, s.Path(TimeIndexSuffix), s.baseOffset, s.cfg.SegmentIndexBytes, writable)
 	if err != nil {
 		s.offsetIdx.Close()
 		s.offsetIdx = nil
@@ -316,7 +367,7 @@ func (s *segment) openIndexes(writable bool) error {
 }
 
 // closeIndexes closes whichever indexes are open.
-func (s *segment) closeIndexes() error {
+func (s *Segment) closeIndexes() error {
 	var errs []error
 	if s.offsetIdx != nil {
 		errs = append(errs, s.offsetIdx.Close())
@@ -329,33 +380,34 @@ func (s *segment) closeIndexes() error {
 	return errors.Join(errs...)
 }
 
-// batchInfo is what the log needs to know of a batch it is about to index.
-type batchInfo struct {
-	position     int64
-	size         int
-	baseOffset   int64
-	lastOffset   int64
-	maxTimestamp int64
+// BatchInfo is what IndexBatch needs to know of a batch just written to the .log file.
+type BatchInfo struct {
+	Position     int64 // where the batch starts in the .log file, bytes
+	Size         int   // the batch's length, bytes (its header's length field + 12)
+	LastOffset   int64 // the batch's base offset + last offset delta
+	MaxTimestamp int64 // the batch's MaxTimestamp, ms
 }
 
-// indexBatch records a batch appended at b.position in the in-memory state and the indexes,
-// following Kafka's LogSegment.append: an index entry is written before a batch once more than
-// index.interval.bytes were appended since the last entry.
-func (s *segment) indexBatch(b batchInfo) error {
+// IndexBatch records a batch written at b.Position (WriteAt) in the in-memory state and the
+// indexes, following Kafka's LogSegment.append: an index entry is written before a batch once
+// more than index.interval.bytes were appended since the last entry. Readers see the batch once
+// SetSize covers it. Single writer, and no index lookup may run meanwhile (the log holds its
+// readers' lock for writing). Errors: the index's (a failed store through its mapping).
+func (s *Segment) IndexBatch(b BatchInfo) error {
 	if s.rollTimestamp < 0 {
-		s.rollTimestamp = b.maxTimestamp
+		s.rollTimestamp = b.MaxTimestamp
 	}
-	if b.maxTimestamp > s.maxTimestamp {
-		s.maxTimestamp = b.maxTimestamp
-		s.offsetOfMaxTimestamp = b.lastOffset
+	if b.MaxTimestamp > s.maxTimestamp {
+		s.maxTimestamp = b.MaxTimestamp
+		s.offsetOfMaxTimestamp = b.LastOffset
 	}
 	if s.bytesSinceIndex > s.cfg.IndexIntervalBytes {
 		// One write of several batches can bring more entries than an index has room for
 		// (canHold checks for one). An entry is only a shortcut for lookups: one that does not
 		// fit is left out, and the next write rolls the segment. The time index keeps its last
 		// slot for the entry written at seal and close.
-		if s.offsetIdx.CanAppend(b.lastOffset) {
-			if err := s.offsetIdx.Append(b.lastOffset, b.position); err != nil {
+		if s.offsetIdx.CanAppend(b.LastOffset) {
+			if err := s.offsetIdx.Append(b.LastOffset, b.Position); err != nil {
 				return err
 			}
 		}
@@ -366,31 +418,33 @@ func (s *segment) indexBatch(b batchInfo) error {
 		}
 		s.bytesSinceIndex = 0
 	}
-	s.bytesSinceIndex += b.size
-	s.nextOffset = b.lastOffset + 1
+	s.bytesSinceIndex += b.Size
+	s.nextOffset = b.LastOffset + 1
 	return nil
 }
 
-// reserveIndexes makes sure that the index entries of the next batches batches need no disk
+// ReserveIndexes makes sure that the index entries of the next batches batches need no disk
 // space when they are stored (see index.Offset.Reserve): a write reserves them before its bytes
-// go to the .log, so that a full disk fails it with nothing written. Callers hold the log's
-// writers' lock.
-func (s *segment) reserveIndexes(batches int) error {
+// go to the .log, so that a full disk fails it with nothing written (syscall.ENOSPC from the
+// file system). Single writer.
+func (s *Segment) ReserveIndexes(batches int) error {
 	if err := s.offsetIdx.Reserve(batches); err != nil {
 		return err
 	}
 	return s.timeIdx.Reserve(batches)
 }
 
-// canHold reports whether a write of n bytes whose last offset is lastOffset and largest
-// timestamp maxTimestamp fits this segment, by Kafka's roll rules: size, segment.ms measured in
-// record time, full indexes, 32-bit relative offsets.
-func (s *segment) canHold(n int, lastOffset, maxTimestamp int64) bool {
-	return s.canHoldAt(s.size.Load(), n, lastOffset, maxTimestamp)
+// CanHold reports whether a write of n bytes whose last offset is lastOffset and largest
+// timestamp maxTimestamp (ms) fits this segment, by Kafka's roll rules (UnifiedLog.roll's
+// LogSegment.shouldRoll): size (segment.bytes), segment.ms measured in record time from the first
+// batch, full indexes (segment.index.bytes), 31-bit relative offsets. An empty segment holds any
+// write its indexes can. Single writer (it reads the active segment's indexes).
+func (s *Segment) CanHold(n int, lastOffset, maxTimestamp int64) bool {
+	return s.CanHoldAt(s.size.Load(), n, lastOffset, maxTimestamp)
 }
 
-// canHoldAt is canHold for the segment grown to size bytes (with appends staged for it).
-func (s *segment) canHoldAt(size int64, n int, lastOffset, maxTimestamp int64) bool {
+// CanHoldAt is CanHold for the segment grown to size bytes (with appends staged for it).
+func (s *Segment) CanHoldAt(size int64, n int, lastOffset, maxTimestamp int64) bool {
 	if size == 0 {
 		return s.offsetIdx.CanAppend(lastOffset) && s.timeIdx.CanAppend(lastOffset)
 	}
@@ -405,27 +459,29 @@ func (s *segment) canHoldAt(size int64, n int, lastOffset, maxTimestamp int64) b
 	return true
 }
 
-// seal makes the segment read-only: the final time index entry (Kafka appends the segment's max
-// timestamp when it becomes inactive), data synced, indexes trimmed, synced and remapped.
-func (s *segment) seal() error {
+// Seal makes the segment read-only: the final time index entry (Kafka appends the segment's max
+// timestamp when it becomes inactive, LogSegment.onBecomeInactiveSegment), data synced, indexes
+// trimmed, synced and remapped read-only. A no-op on a sealed segment. Single writer, with no
+// index lookup running (see SealIndexes for the split a rolling log uses).
+func (s *Segment) Seal() error {
 	if s.sealed {
 		return nil
 	}
 	if err := s.file.Sync(); err != nil {
 		return err
 	}
-	if err := s.sealIndexes(); err != nil {
+	if err := s.SealIndexes(); err != nil {
 		return err
 	}
 	// Trimmed and synced, the indexes of a sealed segment survive a power loss as they are.
-	return s.syncIndexes()
+	return s.SyncIndexes()
 }
 
-// sealIndexes writes the final time index entry (Kafka appends the segment's max timestamp when
+// SealIndexes writes the final time index entry (Kafka appends the segment's max timestamp when
 // it becomes inactive), trims both indexes and remaps them read-only, and marks the segment
 // sealed. It does no fsync: a rolling log runs it under the lock readers take for index lookups
 // and syncs afterwards.
-func (s *segment) sealIndexes() error {
+func (s *Segment) SealIndexes() error {
 	if s.maxTimestamp >= 0 {
 		if err := s.timeIdx.MaybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp); err != nil && !errors.Is(err, index.ErrFull) {
 			return err
@@ -441,10 +497,10 @@ func (s *segment) sealIndexes() error {
 	return nil
 }
 
-// syncIndexes makes both indexes' entries and sizes durable. Once a sealed segment's indexes are
-// durable, the files may be closed for idleness: nothing is written to them again, and a reopen
-// finds them as they are.
-func (s *segment) syncIndexes() error {
+// SyncIndexes makes both indexes' entries and sizes durable (fsync). Once a sealed segment's
+// indexes are durable, the files may be closed for idleness: nothing is written to them again,
+// and a reopen finds them as they are. Single writer.
+func (s *Segment) SyncIndexes() error {
 	err := errors.Join(s.offsetIdx.Sync(), s.timeIdx.Sync())
 	if err == nil && s.sealed {
 		s.pinned.Store(false)
@@ -452,11 +508,12 @@ func (s *segment) syncIndexes() error {
 	return err
 }
 
-// close releases the segment's files for good (the log closes, or the segment is removed);
-// writable indexes are trimmed to their used size. The final time index entry is written first,
-// so a reopen knows the segment's max timestamp. A read that still holds the segment gets errors
-// from the closed files; it cannot open them again.
-func (s *segment) close() error {
+// Close releases the segment's files for good (the log closes, or the segment is removed) and
+// takes it out of its file cache; writable indexes are trimmed to their used size and synced.
+// The final time index entry is written first, so a reopen knows the segment's max timestamp. A
+// read that still holds the segment gets errors from the closed files; it cannot open them again
+// (OpenFiles returns ErrClosed). Safe concurrently with reads; a second call is a no-op.
+func (s *Segment) Close() error {
 	s.openMu.Lock()
 	defer s.openMu.Unlock()
 	s.dead = true
@@ -472,28 +529,32 @@ func (s *segment) close() error {
 	}
 	if !s.sealed && s.offsetIdx != nil && s.timeIdx != nil {
 		// A clean shutdown trusts the indexes on the next open: make them durable.
-		errs = append(errs, s.syncIndexes())
+		errs = append(errs, s.SyncIndexes())
 	}
 	s.isOpen.Store(false)
 	errs = append(errs, s.closeFiles())
 	return errors.Join(errs...)
 }
 
-// deletedSuffix marks the files of a segment retention or truncation removed, until they are
+// DeletedSuffix marks the files of a segment retention or truncation removed, until they are
 // deleted, as Kafka marks them.
-const deletedSuffix = ".deleted"
+const DeletedSuffix = ".deleted"
 
-// retire renames the segment's files to "*<suffix>" (".deleted", or ".<n>.deleted"; see
-// retiredSuffixFor); they stay open for reads in progress, and a read that acquired the segment
-// before it left the log reopens them under those names.
-func (s *segment) retire(deleteAt time.Time, suffix string) error {
+// Retire renames the segment's files to "*<suffix>" (".deleted", or ".<n>.deleted" when the
+// caller still holds a retired segment at the same base offset), as Kafka's
+// LogSegment.changeFileSuffixes does for a deleted segment; they stay open for reads in progress,
+// and a read that acquired the segment before it left the log reopens them under those names.
+// deleteAt is when RemoveIfDue may delete them once no read holds the segment. The caller has
+// taken the segment out of its list first, so that no new read acquires it. A file already
+// missing is no error.
+func (s *Segment) Retire(deleteAt time.Time, suffix string) error {
 	s.openMu.Lock()
 	defer s.openMu.Unlock()
 	// Nothing is written to a segment out of the log: its files may close when idle.
 	s.pinned.Store(false)
 	var errs []error
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		if err := s.fs.Rename(s.path(suf), s.path(suf+suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
+		if err := s.fs.Rename(s.Path(suf), s.Path(suf+suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
@@ -505,56 +566,38 @@ func (s *segment) retire(deleteAt time.Time, suffix string) error {
 	return errors.Join(errs...)
 }
 
-// removeRetired closes a retired segment and deletes its renamed files.
-func (s *segment) removeRetired() error {
-	errs := []error{s.close()}
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		if err := s.fs.Remove(s.path(suf + s.retiredSuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+// RemoveRetired closes a retired segment and deletes its renamed files, whatever its reference
+// count (see RemoveIfDue).
+func (s *Segment) RemoveRetired() error {
+	errs := []error{s.Close()}
+	for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
+		if err := s.fs.Remove(s.Path(suf + s.retiredSuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// remove closes the segment and deletes its files.
-func (s *segment) remove() error {
-	errs := []error{s.close()}
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		if err := s.fs.Remove(s.path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
+// Remove closes the segment and deletes its files (a segment that never left the caller's list
+// by Retire: an empty active segment a roll replaces, one below the log start offset at load).
+func (s *Segment) Remove() error {
+	errs := []error{s.Close()}
+	for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
+		if err := s.fs.Remove(s.Path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// headerAt reads and parses the batch header at pos, for a segment whose valid data ends at
-// limit. It checks the length against limit and the configured maximum but not the CRC.
-func (s *segment) headerAt(buf []byte, pos, limit int64) (recordbatch.Header, error) {
-	if limit-pos < recordbatch.HeaderSize {
-		return recordbatch.Header{}, recordbatch.ErrShort
-	}
-	buf = buf[:recordbatch.HeaderSize]
-	if _, err := s.file.ReadAt(buf, pos); err != nil && !errors.Is(err, io.EOF) {
-		return recordbatch.Header{}, err
-	}
-	h, err := recordbatch.ParseHeader(buf, s.maxBatchSize())
-	if err != nil {
-		return h, err
-	}
-	if int64(h.Size()) > limit-pos {
-		return h, recordbatch.ErrShort
-	}
-	return h, nil
 }
 
 // maxBatchSize bounds the length field of batches read from disk. A batch written under an
 // earlier, larger max.message.bytes must stay readable, so the bound is the larger of the
 // configured limit and the segment size limit.
-func (s *segment) maxBatchSize() int {
+func (s *Segment) maxBatchSize() int {
 	return int(max(int64(s.cfg.MaxMessageBytes), min(s.cfg.SegmentBytes, 1<<31-1)))
 }
 
 // corruptError describes a bad batch in this segment.
-func (s *segment) corruptError(pos int64, offset int64, cause error) error {
-	return fmt.Errorf("%w: %s position %d (offset %d): %w", ErrCorrupt, s.path(logSuffix), pos, offset, cause)
+func (s *Segment) corruptError(pos int64, offset int64, cause error) error {
+	return fmt.Errorf("%w: %s position %d (offset %d): %w", ErrCorrupt, s.Path(LogSuffix), pos, offset, cause)
 }

@@ -1,4 +1,4 @@
-package commitlog
+package segment
 
 import (
 	"errors"
