@@ -9,7 +9,7 @@ import (
 
 // The store-wide caches of the segments (internal/segment): the bound on open segment files and
 // the record position cache of ReadRecord, with their defaults. One pair is made per call of
-// OpenLog or OpenStore (newCaches), and a store shares it among all its partitions.
+// OpenLog or Open (newCaches), and a store shares it among all its partitions.
 
 // DefaultMaxOpenFiles is the most segment files a store (or a log opened on its own) keeps open
 // when neither WithMaxOpenFiles nor the process's descriptor limit asks for fewer: the order of

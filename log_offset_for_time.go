@@ -11,7 +11,7 @@ import (
 // offset order from the log start offset, or the log end offset when no record is that recent
 // (Kafka's ListOffsets by timestamp). t is taken at millisecond precision (t.UnixMilli()), the
 // precision of Kafka's record timestamps and of ListOffsets, as Partition.OffsetForTime takes it. Records whose timestamps go backwards are handled as Kafka
-// does: the segment is the first whose largest timestamp is >= ts, and the time index, which
+// does: the segment is the first whose largest timestamp is >= t, and the time index, which
 // only grows, gives the offset to scan from. A truncation that cuts a segment while it is
 // searched does not show as damage: the search starts again in the log as it now is. Returns
 // ErrClosed after Close and ErrCorrupt when a batch on the way cannot be read.

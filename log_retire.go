@@ -62,7 +62,7 @@ func (r *retiredSegments) add(segs []*segment.Segment, deleteAt time.Time) error
 	return errors.Join(errs...)
 }
 
-// retiredSuffixFor returns the suffix for the files of a segment at base being retired:
+// suffixFor returns the suffix for the files of a segment at base being retired:
 // ".deleted", as Kafka names them, unless a retired segment with the same base offset still
 // waits for its delete delay (a truncation, a refill and another truncation, or retention, within
 // file.delete.delay.ms), whose files have that name: then ".<n>.deleted", with the smallest n

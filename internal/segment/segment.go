@@ -152,14 +152,14 @@ type Segment struct {
 	// idleness (the cache holds it at evicting meanwhile).
 	refs atomic.Int32
 	// retired is set when retention or truncation removed the segment from the log and renamed
-	// its files "*.deleted" (set under the log's retireMu and openMu); deleteAt, guarded by
-	// retireMu, is when they may go.
-	retired atomic.Bool // read without retireMu by release, on every read's end
+	// its files "*.deleted" (set by Retire, under openMu and the caller's retired-list lock);
+	// deleteAt, guarded by that caller's lock, is when they may go.
+	retired atomic.Bool // read without that lock by Release, on every read's end
 	// truncations counts the times the segment's data was cut in place (TruncateTo), so that a
 	// BatchRange, which holds positions rather than bytes, can tell that they changed.
 	truncations atomic.Uint64
 	deleteAt    time.Time
-	// retiredSuffix ends the names of its files once retired (see retiredSuffixFor); set before
+	// retiredSuffix ends the names of its files once retired (see Retire); set before
 	// retired, under openMu.
 	retiredSuffix string
 
