@@ -35,10 +35,15 @@ func (o *logOwner) checkpointed() error {
 	return nil
 }
 
-// retentionLimit returns the owner's retention limit, -1 when it has none.
+// retentionLimit returns the owner's retention limit, -1 when it has none. A log without an owner
+// that carries an earlier version's replication lines (opened on its own from such a partition
+// folder) keeps their high watermark as its limit, as that version's log did.
 func (o *logOwner) retentionLimit() int64 {
 	if h := o.hooks.Load(); h != nil && h.retentionLimit != nil {
 		return h.retentionLimit()
+	}
+	if r := o.legacy.Load(); r != nil {
+		return r.highWatermark
 	}
 	return -1
 }
