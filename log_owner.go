@@ -48,6 +48,17 @@ func (o *logOwner) retentionLimit() int64 {
 	return -1
 }
 
+// cutLegacy keeps the carried high watermark within a log cut to end offset end (TruncateTo, a
+// follower's start over), as that version's log did, so that the partition never reopens
+// readable past the cut.
+func (o *logOwner) cutLegacy(end int64) {
+	if r := o.legacy.Load(); r != nil && r.highWatermark > end {
+		c := *r
+		c.highWatermark = end
+		o.legacy.CompareAndSwap(r, &c)
+	}
+}
+
 // carry keeps the replication lines the state file held at open, to write back with every state.
 func (o *logOwner) carry(r legacyReplication) {
 	if r.present {
