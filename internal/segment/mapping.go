@@ -128,7 +128,7 @@ func (s *Segment) dropMapping() {
 }
 
 // HoldMappings is called before the .log file is truncated: no mapping is made until
-// releaseMappings, and the current one is unmapped, once the reads using it end, before it
+// ReleaseMappings, and the current one is unmapped, once the reads using it end, before it
 // returns. Reads hold a mapping only while they parse and copy a record, and take no lock of the
 // log meanwhile, so the wait is short and cannot deadlock with the truncation's locks.
 func (s *Segment) HoldMappings() {
