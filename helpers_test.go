@@ -362,6 +362,19 @@ func writeTestState(t *testing.T, fsy fsys.FS, dir string, st logState) {
 	require.NoError(t, checkpoint.Write(fsy, filepath.Join(dir, stateFileName), st.encode()))
 }
 
+// addOldReplicationLines appends to the state checkpoint of dir the two lines an earlier
+// version's store wrote there for a replicated partition: its high watermark and the leader epoch
+// of its last role.
+func addOldReplicationLines(t *testing.T, fsy fsys.FS, dir string, highWatermark int64, epoch int32) {
+	t.Helper()
+	path := filepath.Join(dir, stateFileName)
+	b, err := checkpoint.Read(fsy, path)
+	require.NoError(t, err)
+	require.NotContains(t, string(b), "high-watermark")
+	b = fmt.Appendf(b, "high-watermark %d\nleader-epoch %d\n", highWatermark, epoch)
+	require.NoError(t, checkpoint.Write(fsy, path, b))
+}
+
 // requireIndexesWithin checks the in-memory indexes of every segment of l: no offset index entry
 // at or past the segment's end (offset or position), no time index entry past its last offset.
 func requireIndexesWithin(t *testing.T, l *Log) {

@@ -287,3 +287,23 @@ func TestEpochCacheAssign(t *testing.T) {
 	require.False(t, c.assign(1, 20))
 	require.Equal(t, []epochEntry{{1, 0}, {2, 10}}, c.entries)
 }
+
+// TestOpenLogOfCrashedReplicatedPartitionStartsNoLocalEpoch: a log opened on its own from the
+// folder of a replicated partition after an unclean shutdown starts no leader epoch of its own,
+// as a partition's log does: its epochs are its leader's, and a local one above them would make
+// the partition, back in its store, disagree with its leader's epochs.
+func TestOpenLogOfCrashedReplicatedPartitionStartsNoLocalEpoch(t *testing.T) {
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		ctx := context.Background()
+		_, leader := repOpen(t, env, TopicConfig{}, repOptions(fixedClock)...)
+		require.NoError(t, leader.Replica().BecomeLeader(LeaderConfig{Epoch: 3, Followers: []string{"f"}}))
+		require.NoError(t, leader.AppendAcks(ctx, AcksLeader, workloadRecords(0, 10)...))
+		dst := env.path("crashed")
+		crashCopy(t, env.FS(), env.path(repTopic+"-0"), dst)
+
+		l, err := OpenLog(dst, LogConfig{}, withFS(env.FS()), WithClock(fixedClock))
+		require.NoError(t, err)
+		defer l.Close()
+		require.Equal(t, int32(3), l.latestEpoch(), "no local epoch started")
+	})
+}

@@ -117,10 +117,19 @@ type Log struct {
 // or mapping open. cfg's zero fields take Kafka's defaults; a field out of range returns
 // ErrInvalidConfig. A corrupt batch left in place (after a clean shutdown, below the recovery
 // point, or in the middle of a sealed segment) does not stop the open: it is logged, and reads of
-// it return ErrCorrupt.
+// it return ErrCorrupt. In the folder of a replicated partition (its commitlog-replication
+// checkpoint says so) the log starts no leader epoch of its own after an unclean shutdown, as the
+// partition's log does not, and retention deletes nothing at or past the checkpointed high
+// watermark.
 func OpenLog(dir string, cfg LogConfig, opts ...Option) (*Log, error) {
 	o := newOptions(opts)
-	return openLog(dir, cfg, o, true, false)
+	saved, _ := readReplicationCheckpoint(o.fs, dir, o.logger)
+	l, err := openLog(dir, cfg, o, true, saved.replicated)
+	if err == nil && saved.replicated {
+		hw := saved.highWatermark
+		l.owner.set(logHooks{retentionLimit: func() int64 { return hw }})
+	}
+	return l, err
 }
 
 // openLog opens the log in dir, as OpenLog does, locking dir when lock is set; replicated says

@@ -35,12 +35,28 @@ func (o *logOwner) checkpointed() error {
 	return nil
 }
 
-// retentionLimit returns the owner's retention limit, -1 when it has none.
+// retentionLimit returns the owner's retention limit, -1 when it has none. A log without an owner
+// that carries an earlier version's replication lines (opened on its own from such a partition
+// folder) keeps their high watermark as its limit, as that version's log did.
 func (o *logOwner) retentionLimit() int64 {
 	if h := o.hooks.Load(); h != nil && h.retentionLimit != nil {
 		return h.retentionLimit()
 	}
+	if r := o.legacy.Load(); r != nil {
+		return r.highWatermark
+	}
 	return -1
+}
+
+// cutLegacy keeps the carried high watermark within a log cut to end offset end (TruncateTo, a
+// follower's start over), as that version's log did, so that the partition never reopens
+// readable past the cut.
+func (o *logOwner) cutLegacy(end int64) {
+	if r := o.legacy.Load(); r != nil && r.highWatermark > end {
+		c := *r
+		c.highWatermark = end
+		o.legacy.CompareAndSwap(r, &c)
+	}
 }
 
 // carry keeps the replication lines the state file held at open, to write back with every state.

@@ -104,6 +104,7 @@ func (l *Log) truncateTo(offset int64, newEpoch bool) error {
 	if err := l.trimEpochsAfterCut(start, keep.NextOffset(), newEpoch); err != nil {
 		return l.fail(err)
 	}
+	l.owner.cutLegacy(keep.NextOffset())
 	l.logger.Info("truncated", "offset", offset, "log_end_offset", keep.NextOffset())
 	return nil
 }
@@ -153,6 +154,7 @@ func (l *Log) truncateFullyAndStartAt(offset int64) error {
 	if err := l.trimEpochs(offset, offset); err != nil {
 		return l.fail(err)
 	}
+	l.owner.cutLegacy(offset)
 	l.logger.Info("log started over", "log_start_offset", offset)
 	return nil
 }

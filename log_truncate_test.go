@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/commitlog-go/commitlog/internal/checkpoint"
 	"github.com/commitlog-go/commitlog/internal/fsys"
 )
 
@@ -108,5 +109,32 @@ func TestTruncateToCrashRecovery(t *testing.T) {
 		l = openTestLog(t, fsy, crash, cfg)
 		require.Equal(t, int64(40), l.LogEndOffset())
 		requireSameRecords(t, want, readAllRecords(t, l))
+	})
+}
+
+// TestTruncateToLowersHighWatermarkOfOldStateFile: a log opened on its own whose state checkpoint
+// holds an earlier version's replication lines (see TestRetentionStopsAtHighWatermarkOfOldStateFile)
+// keeps their high watermark within the log when TruncateTo cuts below it, as when the log kept
+// the high watermark itself: the state written after holds the cut, so that the partition never
+// reopens readable past it, over records appended after the cut.
+func TestTruncateToLowersHighWatermarkOfOldStateFile(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		ctx := context.Background()
+		dir := t.TempDir() + "/log"
+		l := openTestLog(t, fsy, dir, baseConfig())
+		for i := 0; i < 30; i += 10 {
+			require.NoError(t, l.Append(ctx, workloadRecords(i, 10)...))
+		}
+		require.NoError(t, l.Close())
+		addOldReplicationLines(t, fsy, dir, 20, 1)
+
+		l = openTestLog(t, fsy, dir, baseConfig())
+		require.NoError(t, l.TruncateTo(10))
+		require.Equal(t, int64(10), l.LogEndOffset())
+		require.NoError(t, l.Append(ctx, workloadRecords(10, 20)...))
+		require.NoError(t, l.Close())
+		b, err := checkpoint.Read(fsy, filepath.Join(dir, stateFileName))
+		require.NoError(t, err)
+		require.Equal(t, "log-start-offset 0\nrecovery-point 30\nclean-shutdown 1\nhigh-watermark 10\nleader-epoch 1\n", string(b))
 	})
 }

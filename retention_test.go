@@ -1210,3 +1210,57 @@ func TestRetiredSegmentNamesUnique(t *testing.T) {
 		})
 	}
 }
+
+// TestRetentionStopsAtHighWatermarkOfOldStateFile: a log opened on its own from the partition
+// folder of an earlier version's store, whose state checkpoint holds the partition's high
+// watermark, deletes no segment holding offsets at or past that high watermark, as when the log
+// kept the high watermark itself: records past it may exist nowhere else yet.
+func TestRetentionStopsAtHighWatermarkOfOldStateFile(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		dir := t.TempDir() + "/log"
+		cfg := LogConfig{SegmentBytes: 4 << 10, SegmentIndexBytes: 4 << 10, RetentionBytes: 4 << 10,
+			RetentionDuration: -1, FileDeleteDelay: -1}
+		l := openTestLog(t, fsy, dir, cfg)
+		for i := 0; i < 200; i += 10 {
+			require.NoError(t, l.Append(context.Background(), workloadRecords(i, 10)...))
+		}
+		require.Greater(t, l.SegmentCount(), 5)
+		require.NoError(t, l.Close())
+		addOldReplicationLines(t, fsy, dir, 20, 1)
+
+		l = openTestLog(t, fsy, dir, cfg)
+		_, err := l.ApplyRetentionAt(testEpoch)
+		require.NoError(t, err)
+		require.LessOrEqual(t, l.LogStartOffset(), int64(20), "the log start offset passed the high watermark")
+	})
+}
+
+// TestRetentionStopsAtHighWatermarkOfPartitionCheckpoint: a log opened on its own from the folder
+// of a replicated partition deletes no segment holding offsets at or past the high watermark its
+// partition checkpointed, as a partition's log does.
+func TestRetentionStopsAtHighWatermarkOfPartitionCheckpoint(t *testing.T) {
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		ctx := context.Background()
+		cfg := TopicConfig{LogConfig: LogConfig{SegmentBytes: 4 << 10, SegmentIndexBytes: 4 << 10,
+			RetentionBytes: 4 << 10, RetentionDuration: -1, FileDeleteDelay: -1}}
+		s, leader := repOpen(t, env, cfg, repOptions(fixedClock)...)
+		require.NoError(t, leader.Replica().BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"f"}}))
+		for i := 0; i < 20; i += 10 {
+			require.NoError(t, leader.AppendAcks(ctx, AcksLeader, workloadRecords(i, 10)...))
+		}
+		_, err := leader.Replica().Fetch(ctx, FetchRequest{ReplicaID: "f", LeaderEpoch: 1, Offset: 20})
+		require.NoError(t, err)
+		for i := 20; i < 200; i += 10 {
+			require.NoError(t, leader.AppendAcks(ctx, AcksLeader, workloadRecords(i, 10)...))
+		}
+		require.NoError(t, s.Close())
+
+		l, err := OpenLog(env.path(repTopic+"-0"), cfg.LogConfig, withFS(env.FS()), WithClock(fixedClock))
+		require.NoError(t, err)
+		defer l.Close()
+		require.Greater(t, l.SegmentCount(), 5)
+		_, err = l.ApplyRetentionAt(testEpoch)
+		require.NoError(t, err)
+		require.LessOrEqual(t, l.LogStartOffset(), int64(20), "the log start offset passed the high watermark")
+	})
+}

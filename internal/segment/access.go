@@ -88,8 +88,9 @@ func (s *Segment) Lookup(offset int64) int64 {
 }
 
 // LookupTime returns the offset to search from for the first timestamp >= ts (ms), by the time
-// index (Kafka's TimeIndex.lookup): one past the offset of the last entry whose timestamp is
-// below ts, or the base offset when none is. Conditions as for Lookup.
+// index (Kafka's TimeIndex.lookup, with a strict bound: see index.Time.LookupBefore): one past the
+// offset of the last entry whose timestamp is below ts, or the base offset when none is.
+// Conditions as for Lookup.
 func (s *Segment) LookupTime(ts int64) int64 {
 	if off, ok := s.timeIdx.LookupBefore(ts); ok {
 		return off + 1
@@ -100,11 +101,11 @@ func (s *Segment) LookupTime(ts int64) int64 {
 // State is a snapshot of a segment's in-memory state and index entries, for tests and
 // diagnostics.
 type State struct {
-	Size, NextOffset                   int64
-	MaxTimestamp, OffsetOfMaxTimestamp int64 // ms, and the last offset of the batch holding it; -1 when none
-	RollTimestamp                      int64 // the first batch's MaxTimestamp, ms; -1 when empty
-	BytesSinceIndex                    int   // bytes appended since the last offset index entry
-	Sealed                             bool
+	Size, NextOffset                   int64      // as Size and NextOffset return them
+	MaxTimestamp, OffsetOfMaxTimestamp int64      // ms, and the last offset of the batch holding it; -1 when none
+	RollTimestamp                      int64      // the first batch's MaxTimestamp, ms; -1 when empty
+	BytesSinceIndex                    int        // bytes appended since the last offset index entry
+	Sealed                             bool       // read-only indexes: the segment is not the active one
 	OffsetEntries                      [][2]int64 // the offset index's (offset, position) entries
 	TimeEntries                        [][2]int64 // the time index's (timestamp, offset) entries
 	// OffsetCheck and TimeCheck are the indexes' checks against Size and NextOffset-1.

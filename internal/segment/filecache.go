@@ -72,8 +72,9 @@ func (c *FileCache) add(s *Segment) {
 	c.trimLocked()
 }
 
-// Trim closes idle segments while the files open exceed the limit. The cache calls it whenever
-// a segment opens; files left over the limit by reads that held their segments are closed then.
+// Trim closes idle segments while the files open exceed the limit. The cache does so itself
+// whenever a segment opens, and Segment.Unpin calls it once a sealed segment may close; files
+// left over the limit by reads that held their segments are closed then.
 func (c *FileCache) Trim() {
 	c.mu.Lock()
 	c.trimLocked()

@@ -47,7 +47,7 @@ type LoadReport struct {
 type CorruptBatch struct {
 	Pos        int64 // position in the .log file, bytes
 	BaseOffset int64 // from the header (not covered by the CRC, but above the previous batch's)
-	Cause      error
+	Cause      error // why the CRC or the records failed
 }
 
 // Load recovers the in-memory state of a segment opened with Open (Kafka's LogSegment.recover,

@@ -102,7 +102,9 @@ func (e *positionEntry) holds(offset int64) bool {
 //
 // Entries of a segment go when its data may change or its files close: truncation
 // (Segment.Truncate), retirement (Segment.Retire), and closing (Segment.Close, the file cache's
-// eviction). A read that began before one of those cannot add an entry after it (see put).
+// eviction). A read that began before one of those cannot add an entry after it: the cache
+// refuses an entry whose segment was truncated, retired or closed since the read loaded its
+// truncation count.
 type PositionCache struct {
 	limit int64 // bytes; 0 keeps nothing
 

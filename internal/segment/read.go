@@ -225,8 +225,9 @@ func (s *Segment) Truncate(pos int64) error {
 // WalkHeaders reads the headers of the batches from pos up to limit, in order, and calls fn with
 // each batch's position and header until fn returns false or the batches end; it reads no
 // record and checks no CRC (a BatchRange's walk, the rebuild of the leader-epoch cache). Errors
-// (a header that does not parse, a length past limit, the file's) wrap ErrCorrupt as for Read,
-// naming offset, the offset the caller looks for. Concurrency as for Read.
+// as for Read: a header that does not parse or a length past limit wraps ErrCorrupt, naming
+// offset, the offset the caller looks for; the file system's errors are wrapped with the file's
+// name. Concurrency as for Read.
 func (s *Segment) WalkHeaders(pos, limit, offset int64, fn func(pos int64, h *recordbatch.Header) bool) error {
 	sc := newScanner(s.file, pos, limit, s.maxBatchSize(), headerWalkChunk, nil)
 	for {

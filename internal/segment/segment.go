@@ -53,10 +53,11 @@ type Config struct {
 	// file; CanHold refuses a write once an index is full.
 	SegmentIndexBytes int
 	// MaxMessageBytes is max.message.bytes. With SegmentBytes it bounds the length field of a
-	// batch read from disk (see maxBatchSize).
+	// batch read from disk: the larger of the two (SegmentBytes capped at 2^31-1), so that a
+	// batch written under an earlier, larger max.message.bytes stays readable.
 	MaxMessageBytes int
-	// MaxDecompressedBytes bounds the decompressed size of one stored batch when a read decodes
-	// it (ReadRecord's compressed batches, FirstAtOrAfter).
+	// MaxDecompressedBytes bounds the decompressed size of one stored batch when ReadRecord
+	// decodes it (a compressed batch); FirstAtOrAfter takes its bound as an argument.
 	MaxDecompressedBytes int
 }
 
