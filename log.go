@@ -96,9 +96,8 @@ type Log struct {
 	dirDirty atomic.Bool
 	// flushMu serialises flushes of sealed segments: the flusher's, Sync's and Close's.
 	flushMu sync.Mutex
-	// stateMu serialises writes of the state file; lastState is the one last written.
-	stateMu   sync.Mutex
-	lastState logState
+	// state is the state file with its lock and the state last written (log_state.go).
+	state stateFile
 
 	// flusher is the flusher goroutine (log_flush.go), under SyncNever and SyncInterval.
 	flusher flusher
@@ -134,6 +133,7 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	l.segCfg = segment.Config{IndexIntervalBytes: cfg.IndexIntervalBytes, SegmentBytes: cfg.SegmentBytes,
 		SegmentDuration: cfg.SegmentDuration, SegmentIndexBytes: cfg.SegmentIndexBytes,
 		MaxMessageBytes: cfg.MaxMessageBytes, MaxDecompressedBytes: cfg.readDecompressLimit()}
+	l.state = stateFile{fs: l.fs, dir: dir, logger: l.logger, owner: &l.owner}
 	l.gc.init()
 	l.spares = spareFiles{fs: l.fs, dir: dir, logger: l.logger}
 	if err := fsys.MkdirAllDurable(l.fs, dir, 0o755); err != nil {
@@ -163,7 +163,7 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	}()
 	// What the last run left, read before load rewrites it: where epochs may be missing from
 	// the epoch checkpoint, and the replication lines of an earlier version.
-	st, haveState := l.readState()
+	st, haveState := l.state.read()
 	l.owner.carry(st.legacy) // written back until the partition holds it
 	if err := l.load(); err != nil {
 		return nil, err
@@ -291,7 +291,7 @@ func (l *Log) Close() error {
 	if clean && errors.Join(errs...) == nil {
 		// Only a log whose every byte reached the disk may skip recovery next time.
 		st := logState{logStartOffset: l.logStartOffset, recoveryPoint: act.NextOffset(), clean: true}
-		errs = append(errs, l.writeState(st))
+		errs = append(errs, l.state.write(st))
 	}
 	if l.unlock != nil {
 		errs = append(errs, l.unlock.Close())

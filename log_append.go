@@ -461,7 +461,7 @@ func (l *Log) roll(newBase int64) error {
 	}
 	if !always {
 		l.flusher.wakeUp()
-	} else if err := l.writeState(st); err != nil {
+	} else if err := l.state.write(st); err != nil {
 		// Everything below newBase is on disk; a crash from here on scans only the new segment.
 		l.logger.Warn("recovery point checkpoint failed; the next recovery scans more", "err", err)
 	}

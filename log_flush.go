@@ -281,29 +281,29 @@ func syncPath(fsy fsys.FS, path string) error {
 // checkpointBehind reports whether the recovery point in memory differs from the one last
 // written to the state file.
 func (l *Log) checkpointBehind() bool {
-	l.stateMu.Lock()
-	defer l.stateMu.Unlock()
+	l.state.mu.Lock()
+	defer l.state.mu.Unlock()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.recoveryPoint != l.lastState.recoveryPoint
+	return l.recoveryPoint != l.state.last.recoveryPoint
 }
 
 // checkpointRecoveryPoint writes the recovery point the log holds now to the state file, beside
 // the log start offset of the last state written (which a retention may have written before it
-// publishes it). Reading the recovery point under stateMu orders this write with a truncation's,
+// publishes it). Reading the recovery point under the state file's lock orders this write with a truncation's,
 // which lowers it first and writes after: the file never ends with a point the truncation undid.
 func (l *Log) checkpointRecoveryPoint() {
-	l.stateMu.Lock()
-	defer l.stateMu.Unlock()
+	l.state.mu.Lock()
+	defer l.state.mu.Unlock()
 	l.mu.RLock()
 	rp, closed := l.recoveryPoint, l.closed
 	l.mu.RUnlock()
 	if closed {
 		return // Close writes the final state
 	}
-	st := l.lastState
+	st := l.state.last
 	st.recoveryPoint, st.clean = rp, false
-	if err := l.writeStateLocked(st); err != nil {
+	if err := l.state.writeLocked(st); err != nil {
 		l.logger.Warn("recovery point checkpoint failed; the next recovery scans more", "err", err)
 	}
 }

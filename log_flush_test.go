@@ -55,7 +55,7 @@ func TestBackgroundFlushRecoveryPoint(t *testing.T) {
 				// The rolls at 10 and 20 return before their flush; the flusher then syncs
 				// segments 0 and 10 and checkpoints the recovery point at the last roll's base.
 				require.Eventually(t, func() bool {
-					st, ok := l.readState()
+					st, ok := l.state.read()
 					return ok && st.recoveryPoint == 20
 				}, flushWait, flushTick)
 				require.False(t, l.flushPending())

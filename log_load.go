@@ -14,7 +14,7 @@ import (
 
 // load opens the segments found in the directory and recovers them. Called once, by openLog.
 func (l *Log) load() error {
-	st, haveState := l.readState()
+	st, haveState := l.state.read()
 	if err := checkpoint.CleanTemp(l.fs, l.dir, "commitlog-"); err != nil {
 		return err
 	}
@@ -201,7 +201,7 @@ func (l *Log) load() error {
 	l.recoveryPoint = l.active().NextOffset()
 	l.flushTarget = l.recoveryPoint
 	// From here on a crash must not pass for a clean shutdown.
-	return l.writeState(logState{logStartOffset: l.logStartOffset, recoveryPoint: l.recoveryPoint})
+	return l.state.write(logState{logStartOffset: l.logStartOffset, recoveryPoint: l.recoveryPoint})
 }
 
 // cutAtTear ends the log at a torn batch found at rep.BadPos in s, a sealed segment, whose first
