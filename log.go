@@ -161,20 +161,21 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 			l = nil
 		}
 	}()
-	// What the last run left, read before load rewrites it: where epochs may be missing from
+	// What the last run left, read before the loader rewrites it: where epochs may be missing from
 	// the epoch checkpoint, and the replication lines of an earlier version.
 	st, haveState := l.state.read()
 	l.owner.carry(st.legacy) // written back until the partition holds it
-	if err := l.load(); err != nil {
-		return nil, err
-	}
 	rewriteFrom := int64(0)
 	if haveState {
 		rewriteFrom = st.recoveryPoint
 	}
-	if err := l.rewriteAfterFailedSync(rewriteFrom); err != nil {
+	ld := logLoader{fs: l.fs, dir: dir, logger: l.logger, sync: l.sync, segCfg: &l.segCfg, caches: l.caches, state: &l.state}
+	rec, err := ld.run(rewriteFrom)
+	if err != nil {
 		return nil, err
 	}
+	l.segments, l.logStartOffset, l.recoveryPoint = rec.segments, rec.logStartOffset, rec.recoveryPoint
+	l.flushTarget = l.recoveryPoint
 	epochsFrom := l.active().BaseOffset() // a Kafka broker's folder: its file covers its flushed segments
 	if haveState {
 		epochsFrom = st.recoveryPoint
