@@ -88,18 +88,11 @@ type Log struct {
 	// cutFloors answers, for any earlier truncation count, the lowest log end offset a
 	// truncation since left (see cutBelow); guarded by mu.
 	cutFloors []cutFloor
-	// dirDirty says that a roll under SyncNever or SyncInterval created (or claimed) segment
-	// files whose directory entries no SyncDir has covered yet. The flush of sealed segments
-	// syncs the directory, but a roll at the recovery point (the first roll after an open, whose
-	// recovery point is the log end offset) leaves no flush pending: Sync and Close then sync the
-	// directory themselves (syncDirIfDirty).
-	dirDirty atomic.Bool
-	// flushMu serialises flushes of sealed segments: the flusher's, Sync's and Close's.
-	flushMu sync.Mutex
 	// state is the state file with its lock and the state last written (log_state.go).
 	state stateFile
 
-	// flusher is the flusher goroutine (log_flush.go), under SyncNever and SyncInterval.
+	// flusher is the flush of sealed segments, with its lock and the directory's dirty mark, and
+	// the flusher goroutine under SyncNever and SyncInterval (log_flush.go).
 	flusher flusher
 	// spares are the spare files of the next segment (log_spare.go), made by the flusher.
 	spares spareFiles
@@ -136,6 +129,7 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	l.state = stateFile{fs: l.fs, dir: dir, logger: l.logger, owner: &l.owner}
 	l.gc.init()
 	l.spares = spareFiles{fs: l.fs, dir: dir, logger: l.logger}
+	l.flusher.fs, l.flusher.dir = l.fs, dir
 	if err := fsys.MkdirAllDurable(l.fs, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("commitlog: open %s: %w", dir, err)
 	}
@@ -265,13 +259,13 @@ func (l *Log) Close() error {
 	if clean {
 		// Sealed segments whose background flush has not run yet; the clean state written
 		// below records the recovery point this flush reaches.
-		if _, err := l.flushSealed(false, nil); err != nil {
+		if _, err := l.flusher.flushSealed(l, false, nil); err != nil {
 			errs = append(errs, err)
 			clean = false
 		}
 	}
 	if clean {
-		if err := l.syncDirIfDirty(); err != nil {
+		if err := l.flusher.syncDirIfDirty(l); err != nil {
 			errs = append(errs, err)
 			clean = false
 		}

@@ -439,7 +439,7 @@ func (l *Log) roll(newBase int64) error {
 	} else {
 		// Set before any append can land in seg: a Sync that acknowledges such an append sees
 		// it (see syncDirIfDirty).
-		l.dirDirty.Store(true)
+		l.flusher.dirDirty.Store(true)
 	}
 	l.mu.Lock()
 	if empty {
@@ -501,7 +501,7 @@ func (l *Log) Sync() error {
 	// Sealed segments first: their flush may still be pending in the background, and so may
 	// the checkpoint of the recovery point a finished one reached.
 	for l.flushPending() {
-		retry, err := l.flushSealed(true, nil)
+		retry, err := l.flusher.flushSealed(l, true, nil)
 		if err != nil {
 			return err
 		}
@@ -509,7 +509,7 @@ func (l *Log) Sync() error {
 			break
 		}
 	}
-	if err := l.syncDirIfDirty(); err != nil {
+	if err := l.flusher.syncDirIfDirty(l); err != nil {
 		return err
 	}
 	if l.sync.runsFlusher() && l.checkpointBehind() {
