@@ -179,7 +179,8 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	}
 	// A log no replication drives starts a new leader epoch after an unclean shutdown: its end
 	// may lie below what its readers saw (see leaderEpochFile.startAbove).
-	if err := l.loadEpochs(epochsFrom, haveState && !st.clean && !replicated && !st.legacy.present); err != nil {
+	l.epochs = leaderEpochFile{fs: l.fs, path: filepath.Join(l.dir, leaderEpochFileName), logger: l.logger}
+	if err := l.epochs.load(epochsFrom, l.logStartOffset, l.active().NextOffset(), haveState && !st.clean && !replicated && !st.legacy.present, l.ReadRange); err != nil {
 		return nil, err
 	}
 	l.leaderEpoch = max(l.latestEpoch(), 0)

@@ -40,7 +40,7 @@ type logLoader struct {
 type loadedLog struct {
 	segments       segmentList // ordered by base offset; the last is the active segment
 	logStartOffset int64
-	recoveryPoint  int64 // the log end offset: everything recovered is now known durable
+	recoveryPoint  int64 // the recovered log end offset, as load checkpoints it
 }
 
 // run recovers the folder (load, then rewriteAfterFailedSync from rewriteFrom) and returns the
