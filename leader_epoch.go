@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -218,7 +217,7 @@ func first(lines []string) string {
 	return lines[0]
 }
 
-// loadEpochs reads the partition's leader-epoch-checkpoint and brings it in line with the
+// load reads the partition's leader-epoch-checkpoint and brings it in line with the
 // recovered log: entries past the log end offset (their batches did not survive) go, one
 // starting at it stays (an epoch begun before its first append), the
 // first entry starts no lower than the log start offset, and, after a crash, epochs of batches
@@ -226,32 +225,34 @@ func first(lines []string) string {
 // headers. A missing file is an empty cache (a log that no leader stamped); an unreadable one is
 // logged and rebuilt from every batch's header, as Kafka rebuilds it. With newEpoch (a log no
 // replication drives, opened after an unclean shutdown) a new local epoch starts at the log end
-// offset, above every epoch the file held; see leaderEpochFile.startAbove. Called once, by openLog.
-func (l *Log) loadEpochs(scanFrom int64, newEpoch bool) error {
-	l.epochs = leaderEpochFile{fs: l.fs, path: filepath.Join(l.dir, leaderEpochFileName), logger: l.logger}
-	rebuild, err := l.epochs.read()
+// offset, above every epoch the file held; see leaderEpochFile.startAbove (openLog then stamps
+// the latest epoch on the log's appends). The recovered log starts at start and ends at leo;
+// readRange is its ReadRange, through which the headers are read. Called once, by openLog, once
+// the loader's segments are installed and before the log is shared: its caller holds none of the
+// Log's locks, which ReadRange takes itself.
+func (f *leaderEpochFile) load(scanFrom, start, leo int64, newEpoch bool, readRange func(offset int64, maxBytes int) (*BatchRange, error)) error {
+	rebuild, err := f.read()
 	if err != nil {
 		return err
 	}
 	if rebuild {
 		scanFrom = 0
 	}
-	leo, start := l.active().NextOffset(), l.logStartOffset
-	top, _ := l.epochs.latest() // before the cut: the highest epoch the last run recorded
+	top, _ := f.latest() // before the cut: the highest epoch the last run recorded
 	// An entry starting exactly at the log end offset is an epoch begun with nothing appended
 	// yet (a leader's, or the local epoch a truncation started): it stays, or the next appends
 	// would be stamped with the epoch before it, and a reader positioned past the cut in that
 	// older epoch would find no divergence once the log is refilled. Entries past the log end
 	// offset lost their batches.
-	changed := l.epochs.trim(start, leo+1)
+	changed := f.trim(start, leo+1)
 	// Headers only: recovery has just checked these batches, and a whole segment written since
 	// the last flush (up to segment.bytes) is read again only for its 61-byte headers.
 	for off := max(scanFrom, start); off < leo; {
-		r, err := l.ReadRange(off, math.MaxInt32)
+		r, err := readRange(off, math.MaxInt32)
 		if err != nil {
 			// A corrupt batch in a sealed segment stays in place (see load): its epoch is lost,
 			// as Kafka loses it; the batches after it still count.
-			l.logger.Warn("leader epochs not rebuilt past an unreadable batch", "offset", off, "err", err)
+			f.logger.Warn("leader epochs not rebuilt past an unreadable batch", "offset", off, "err", err)
 			break
 		}
 		if r.Len() == 0 {
@@ -261,7 +262,7 @@ func (l *Log) loadEpochs(scanFrom int64, newEpoch bool) error {
 		// The range holds whole batches: the walk ends at its end.
 		_ = r.s.WalkHeaders(r.pos, r.pos+r.size, off, func(_ int64, h *recordbatch.Header) bool {
 			if h.LastOffset() >= off {
-				changed = l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset) || changed
+				changed = f.assign(h.PartitionLeaderEpoch, h.BaseOffset) || changed
 			}
 			return true
 		})
@@ -269,13 +270,14 @@ func (l *Log) loadEpochs(scanFrom int64, newEpoch bool) error {
 		r.Close()
 	}
 	if newEpoch {
-		if e, _ := l.epochs.latest(); e.epoch > top.epoch {
+		if e, _ := f.latest(); e.epoch > top.epoch {
 			top = e
 		}
-		changed = l.startLocalEpoch(top.epoch, leo) || changed
+		_, started := f.startAbove(top.epoch, leo) // the new epoch is the latest: openLog stamps it
+		changed = started || changed
 	}
 	if changed {
-		return l.epochs.write()
+		return f.write()
 	}
 	return nil
 }
@@ -359,24 +361,19 @@ func (l *Log) trimEpochsAfterCut(start, end int64, newEpoch bool) error {
 	top := max(latest.epoch, l.leaderEpoch) // the highest epoch the log stamped or holds a start of
 	changed := l.epochs.trim(start, end)
 	if newEpoch {
-		changed = l.startLocalEpoch(top, end) || changed
+		// A new local epoch above top at end, the log end offset, stamped on the batches
+		// appended from now on (see leaderEpochFile.startAbove).
+		next, started := l.epochs.startAbove(top, end)
+		if next != UndefinedEpoch {
+			l.leaderEpoch = next
+		}
+		changed = started || changed
 	}
 	l.mu.Unlock()
 	if !changed {
 		return nil
 	}
 	return l.epochs.write()
-}
-
-// startLocalEpoch starts a new leader epoch above top at offset, the log end offset, and makes it
-// the epoch stamped on the batches appended from now on (see leaderEpochFile.startAbove). It
-// reports whether the cache changed. Callers hold appendMu and mu, and checkpoint the cache.
-func (l *Log) startLocalEpoch(top int32, offset int64) bool {
-	next, changed := l.epochs.startAbove(top, offset)
-	if next != UndefinedEpoch {
-		l.leaderEpoch = next
-	}
-	return changed
 }
 
 // epochOf returns the leader epoch of the batch holding offset, by the epoch cache:

@@ -88,19 +88,11 @@ type Log struct {
 	// cutFloors answers, for any earlier truncation count, the lowest log end offset a
 	// truncation since left (see cutBelow); guarded by mu.
 	cutFloors []cutFloor
-	// dirDirty says that a roll under SyncNever or SyncInterval created (or claimed) segment
-	// files whose directory entries no SyncDir has covered yet. The flush of sealed segments
-	// syncs the directory, but a roll at the recovery point (the first roll after an open, whose
-	// recovery point is the log end offset) leaves no flush pending: Sync and Close then sync the
-	// directory themselves (syncDirIfDirty).
-	dirDirty atomic.Bool
-	// flushMu serialises flushes of sealed segments: the flusher's, Sync's and Close's.
-	flushMu sync.Mutex
-	// stateMu serialises writes of the state file; lastState is the one last written.
-	stateMu   sync.Mutex
-	lastState logState
+	// state is the state file with its lock and the state last written (log_state.go).
+	state stateFile
 
-	// flusher is the flusher goroutine (log_flush.go), under SyncNever and SyncInterval.
+	// flusher is the flush of sealed segments, with its lock and the directory's dirty mark, and
+	// the flusher goroutine under SyncNever and SyncInterval (log_flush.go).
 	flusher flusher
 	// spares are the spare files of the next segment (log_spare.go), made by the flusher.
 	spares spareFiles
@@ -143,8 +135,10 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	l.segCfg = segment.Config{IndexIntervalBytes: cfg.IndexIntervalBytes, SegmentBytes: cfg.SegmentBytes,
 		SegmentDuration: cfg.SegmentDuration, SegmentIndexBytes: cfg.SegmentIndexBytes,
 		MaxMessageBytes: cfg.MaxMessageBytes, MaxDecompressedBytes: cfg.readDecompressLimit()}
+	l.state = stateFile{fs: l.fs, dir: dir, logger: l.logger, owner: &l.owner}
 	l.gc.init()
 	l.spares = spareFiles{fs: l.fs, dir: dir, logger: l.logger}
+	l.flusher.fs, l.flusher.dir = l.fs, dir
 	if err := fsys.MkdirAllDurable(l.fs, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("commitlog: open %s: %w", dir, err)
 	}
@@ -170,20 +164,21 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 			l = nil
 		}
 	}()
-	// What the last run left, read before load rewrites it: where epochs may be missing from
+	// What the last run left, read before the loader rewrites it: where epochs may be missing from
 	// the epoch checkpoint, and the replication lines of an earlier version.
-	st, haveState := l.readState()
+	st, haveState := l.state.read()
 	l.owner.carry(st.legacy) // written back until the partition holds it
-	if err := l.load(); err != nil {
-		return nil, err
-	}
 	rewriteFrom := int64(0)
 	if haveState {
 		rewriteFrom = st.recoveryPoint
 	}
-	if err := l.rewriteAfterFailedSync(rewriteFrom); err != nil {
+	ld := logLoader{fs: l.fs, dir: dir, logger: l.logger, sync: l.sync, segCfg: &l.segCfg, caches: l.caches, state: &l.state}
+	rec, err := ld.run(rewriteFrom)
+	if err != nil {
 		return nil, err
 	}
+	l.segments, l.logStartOffset, l.recoveryPoint = rec.segments, rec.logStartOffset, rec.recoveryPoint
+	l.flushTarget = l.recoveryPoint
 	epochsFrom := l.active().BaseOffset() // a Kafka broker's folder: its file covers its flushed segments
 	if haveState {
 		epochsFrom = st.recoveryPoint
@@ -193,7 +188,8 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	}
 	// A log no replication drives starts a new leader epoch after an unclean shutdown: its end
 	// may lie below what its readers saw (see leaderEpochFile.startAbove).
-	if err := l.loadEpochs(epochsFrom, haveState && !st.clean && !replicated && !st.legacy.present); err != nil {
+	l.epochs = leaderEpochFile{fs: l.fs, path: filepath.Join(l.dir, leaderEpochFileName), logger: l.logger}
+	if err := l.epochs.load(epochsFrom, l.logStartOffset, l.active().NextOffset(), haveState && !st.clean && !replicated && !st.legacy.present, l.ReadRange); err != nil {
 		return nil, err
 	}
 	l.leaderEpoch = max(l.latestEpoch(), 0)
@@ -273,13 +269,13 @@ func (l *Log) Close() error {
 	if clean {
 		// Sealed segments whose background flush has not run yet; the clean state written
 		// below records the recovery point this flush reaches.
-		if _, err := l.flushSealed(false, nil); err != nil {
+		if _, err := l.flusher.flushSealed(l, false, nil); err != nil {
 			errs = append(errs, err)
 			clean = false
 		}
 	}
 	if clean {
-		if err := l.syncDirIfDirty(); err != nil {
+		if err := l.flusher.syncDirIfDirty(l); err != nil {
 			errs = append(errs, err)
 			clean = false
 		}
@@ -300,7 +296,7 @@ func (l *Log) Close() error {
 	if clean && errors.Join(errs...) == nil {
 		// Only a log whose every byte reached the disk may skip recovery next time.
 		st := logState{logStartOffset: l.logStartOffset, recoveryPoint: act.NextOffset(), clean: true}
-		errs = append(errs, l.writeState(st))
+		errs = append(errs, l.state.write(st))
 	}
 	if l.unlock != nil {
 		errs = append(errs, l.unlock.Close())

@@ -439,7 +439,7 @@ func (l *Log) roll(newBase int64) error {
 	} else {
 		// Set before any append can land in seg: a Sync that acknowledges such an append sees
 		// it (see syncDirIfDirty).
-		l.dirDirty.Store(true)
+		l.flusher.dirDirty.Store(true)
 	}
 	l.mu.Lock()
 	if empty {
@@ -461,7 +461,7 @@ func (l *Log) roll(newBase int64) error {
 	}
 	if !always {
 		l.flusher.wakeUp()
-	} else if err := l.writeState(st); err != nil {
+	} else if err := l.state.write(st); err != nil {
 		// Everything below newBase is on disk; a crash from here on scans only the new segment.
 		l.logger.Warn("recovery point checkpoint failed; the next recovery scans more", "err", err)
 	}
@@ -501,7 +501,7 @@ func (l *Log) Sync() error {
 	// Sealed segments first: their flush may still be pending in the background, and so may
 	// the checkpoint of the recovery point a finished one reached.
 	for l.flushPending() {
-		retry, err := l.flushSealed(true, nil)
+		retry, err := l.flusher.flushSealed(l, true, nil)
 		if err != nil {
 			return err
 		}
@@ -509,7 +509,7 @@ func (l *Log) Sync() error {
 			break
 		}
 	}
-	if err := l.syncDirIfDirty(); err != nil {
+	if err := l.flusher.syncDirIfDirty(l); err != nil {
 		return err
 	}
 	if l.sync.runsFlusher() && l.checkpointBehind() {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
@@ -27,24 +28,47 @@ import (
 // so it holds no reference on a segment: retention and truncation delete files as usual, the file
 // cache closes idle segments as usual, and a file that is gone has nothing left to flush.
 
-// flusher is a log's flusher goroutine, under SyncNever and SyncInterval: wake (capacity 1) asks
-// it to flush sealed segments; closing stop stops it and it closes done when it returns. All nil
-// under SyncAlways, which runs none. The Log holds one by value; what the goroutine does to the
-// log it is given when it starts (flushedLog) and holds only on its own stack.
+// flusher is the flush of a log's sealed segments: the flushes themselves (flushSealed, run by
+// the flusher goroutine, Sync and Close; syncDirIfDirty), with the lock that serialises them and
+// the mark of directory entries no flush has synced yet, and the flusher goroutine under SyncNever
+// and SyncInterval: wake (capacity 1) asks it to flush sealed segments; closing stop stops it and
+// it closes done when it returns. The channels are all nil under SyncAlways, which runs none. The
+// Log holds one by value; it holds no Log: what a flush reads and changes of the log's state
+// (the recovery point, the flush target, the segment list, all under the Log's mu) it reaches
+// through the flushedLog each call is given, and the goroutine holds that only on its own stack.
+//
+// Locking: flushSealed and syncDirIfDirty take flushMu; their callers hold none of the Log's locks
+// (Close holds appendMu and syncMu, never mu). syncFlush is for a caller holding flushMu. The
+// flushedLog's methods take the Log's mu (planFlush, finishFlush) and the state file's lock
+// (checkpointRecoveryPoint) themselves, inside flushMu.
 type flusher struct {
 	wake     chan struct{}
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
+
+	fs  fsys.FS // the log's file system and directory, set at open
+	dir string
+	// dirDirty says that a roll under SyncNever or SyncInterval created (or claimed) segment
+	// files whose directory entries no SyncDir has covered yet. The flush of sealed segments
+	// syncs the directory, but a roll at the recovery point (the first roll after an open, whose
+	// recovery point is the log end offset) leaves no flush pending: Sync and Close then sync the
+	// directory themselves (syncDirIfDirty).
+	dirDirty atomic.Bool
+	// flushMu serialises flushes of sealed segments: the flusher's, Sync's and Close's.
+	flushMu sync.Mutex
 }
 
-// flushedLog is what the flusher goroutine does to its log (*Log): Sync every interval, the flush
-// of the sealed segments a roll left, and the checkpoint of the recovery point that flush reached.
+// flushedLog is what the flush of sealed segments does to its log (*Log): Sync every interval
+// (the goroutine), plan a flush and finish it against the log's state under the log's lock,
+// checkpoint the recovery point a flush reached, and fail the log when an fsync fails.
 type flushedLog interface {
 	Sync() error
-	flushSealed(checkpoint bool, beforeEach func()) (retry bool, err error)
+	planFlush() (sealedFlush, error)
+	finishFlush(f sealedFlush) (advanced, retry bool)
 	checkpointBehind() bool
 	checkpointRecoveryPoint()
+	fail(err error) error
 }
 
 // flushedSuffixes are the files of a sealed segment that its flush syncs.
@@ -103,7 +127,7 @@ func (f *flusher) run(interval time.Duration, l flushedLog, spares *spareFiles, 
 			// below ends.
 			spares.prepare()
 			for {
-				retry, err := l.flushSealed(false, spares.prepare)
+				retry, err := f.flushSealed(l, false, spares.prepare)
 				if err != nil {
 					if !errors.Is(err, ErrClosed) {
 						logger.Error("background flush of sealed segments failed", "err", err)
@@ -153,17 +177,17 @@ func (f *flusher) stopAndWait() {
 // the log as a failed foreground fsync does (ErrSync, the sync-failure marker). The flusher
 // passes its spare-making as beforeEach, run before each file's fsync (nil for none): a flush
 // takes milliseconds a segment, and a roll that comes meanwhile wants its spares ready.
-func (l *Log) flushSealed(checkpoint bool, beforeEach func()) (retry bool, err error) {
-	l.flushMu.Lock()
-	defer l.flushMu.Unlock()
-	f, err := l.planFlush()
-	if err != nil || f.target <= f.from {
+func (f *flusher) flushSealed(l flushedLog, checkpoint bool, beforeEach func()) (retry bool, err error) {
+	f.flushMu.Lock()
+	defer f.flushMu.Unlock()
+	plan, err := l.planFlush()
+	if err != nil || plan.target <= plan.from {
 		return false, err
 	}
-	if err := l.syncFlush(f, beforeEach); err != nil {
+	if err := f.syncFlush(l, plan, beforeEach); err != nil {
 		return false, err
 	}
-	advanced, retry := l.finishFlush(f)
+	advanced, retry := l.finishFlush(plan)
 	if advanced && checkpoint {
 		l.checkpointRecoveryPoint()
 	}
@@ -180,7 +204,7 @@ type sealedFlush struct {
 
 // planFlush lists the files of the sealed segments that hold offsets between the recovery point
 // and the flush target: every segment below the target that ends past the recovery point. It
-// returns the log's failure, if any. Callers hold flushMu.
+// returns the log's failure, if any. Callers hold the flusher's flushMu.
 func (l *Log) planFlush() (sealedFlush, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -204,21 +228,21 @@ func (l *Log) planFlush() (sealedFlush, error) {
 	return f, nil
 }
 
-// syncFlush fsyncs f's files, then the directory, whose entries of the segments' files (and of
-// those rolls created since) may not be durable yet. A failure fails the log. beforeEach, when
-// not nil, runs before each file's fsync.
-func (l *Log) syncFlush(f sealedFlush, beforeEach func()) error {
-	for _, path := range f.paths {
+// syncFlush fsyncs plan's files, then the directory, whose entries of the segments' files (and of
+// those rolls created since) may not be durable yet. A failure fails the log l. beforeEach, when
+// not nil, runs before each file's fsync. Callers hold flushMu.
+func (f *flusher) syncFlush(l flushedLog, plan sealedFlush, beforeEach func()) error {
+	for _, path := range plan.paths {
 		if beforeEach != nil {
 			beforeEach()
 		}
-		if err := syncPath(l.fs, path); err != nil {
+		if err := syncPath(f.fs, path); err != nil {
 			return l.fail(fmt.Errorf("flush %s: %w", path, err))
 		}
 	}
-	l.dirDirty.Store(false) // cleared first: a roll after this sets it again
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return l.fail(fmt.Errorf("sync directory %s: %w", l.dir, err))
+	f.dirDirty.Store(false) // cleared first: a roll after this sets it again
+	if err := f.fs.SyncDir(f.dir); err != nil {
+		return l.fail(fmt.Errorf("sync directory %s: %w", f.dir, err))
 	}
 	return nil
 }
@@ -226,17 +250,17 @@ func (l *Log) syncFlush(f sealedFlush, beforeEach func()) error {
 // syncDirIfDirty syncs the directory when a roll created segment files since the last flush of
 // sealed segments synced it: a roll at the recovery point leaves no flush pending, yet the new
 // segment's directory entries must be durable before Sync acknowledges what was appended to it.
-// A failure fails the log. It holds flushMu, as the flush does: a second Sync that finds the
+// A failure fails the log l. It holds flushMu, as the flush does: a second Sync that finds the
 // mark cleared returns only after the directory fsync of the first, which covers its rolls too.
-func (l *Log) syncDirIfDirty() error {
-	l.flushMu.Lock()
-	defer l.flushMu.Unlock()
-	if !l.dirDirty.Load() {
+func (f *flusher) syncDirIfDirty(l flushedLog) error {
+	f.flushMu.Lock()
+	defer f.flushMu.Unlock()
+	if !f.dirDirty.Load() {
 		return nil
 	}
-	l.dirDirty.Store(false)
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return l.fail(fmt.Errorf("sync directory %s: %w", l.dir, err))
+	f.dirDirty.Store(false)
+	if err := f.fs.SyncDir(f.dir); err != nil {
+		return l.fail(fmt.Errorf("sync directory %s: %w", f.dir, err))
 	}
 	return nil
 }
@@ -281,29 +305,29 @@ func syncPath(fsy fsys.FS, path string) error {
 // checkpointBehind reports whether the recovery point in memory differs from the one last
 // written to the state file.
 func (l *Log) checkpointBehind() bool {
-	l.stateMu.Lock()
-	defer l.stateMu.Unlock()
+	l.state.mu.Lock()
+	defer l.state.mu.Unlock()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.recoveryPoint != l.lastState.recoveryPoint
+	return l.recoveryPoint != l.state.last.recoveryPoint
 }
 
 // checkpointRecoveryPoint writes the recovery point the log holds now to the state file, beside
 // the log start offset of the last state written (which a retention may have written before it
-// publishes it). Reading the recovery point under stateMu orders this write with a truncation's,
+// publishes it). Reading the recovery point under the state file's lock orders this write with a truncation's,
 // which lowers it first and writes after: the file never ends with a point the truncation undid.
 func (l *Log) checkpointRecoveryPoint() {
-	l.stateMu.Lock()
-	defer l.stateMu.Unlock()
+	l.state.mu.Lock()
+	defer l.state.mu.Unlock()
 	l.mu.RLock()
 	rp, closed := l.recoveryPoint, l.closed
 	l.mu.RUnlock()
 	if closed {
 		return // Close writes the final state
 	}
-	st := l.lastState
+	st := l.state.last
 	st.recoveryPoint, st.clean = rp, false
-	if err := l.writeStateLocked(st); err != nil {
+	if err := l.state.writeLocked(st); err != nil {
 		l.logger.Warn("recovery point checkpoint failed; the next recovery scans more", "err", err)
 	}
 }

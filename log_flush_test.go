@@ -55,7 +55,7 @@ func TestBackgroundFlushRecoveryPoint(t *testing.T) {
 				// The rolls at 10 and 20 return before their flush; the flusher then syncs
 				// segments 0 and 10 and checkpoints the recovery point at the last roll's base.
 				require.Eventually(t, func() bool {
-					st, ok := l.readState()
+					st, ok := l.state.read()
 					return ok && st.recoveryPoint == 20
 				}, flushWait, flushTick)
 				require.False(t, l.flushPending())
@@ -122,7 +122,7 @@ func planFlushOfThree(t *testing.T, l *Log) ([]*Record, sealedFlush) {
 	stopTestFlusher(l)
 	want := appendBatches(t, l, 4, 10)
 	require.Equal(t, []int64{0, 10, 20, 30}, segmentBases(l))
-	l.flushMu.Lock()
+	l.flusher.flushMu.Lock()
 	f, err := l.planFlush()
 	require.NoError(t, err)
 	require.Equal(t, int64(30), f.target)
@@ -139,16 +139,16 @@ func TestFlushRacingTruncation(t *testing.T) {
 		want, f := planFlushOfThree(t, l)
 		require.NoError(t, l.TruncateTo(15))
 		require.Equal(t, int64(10), l.LogEndOffset())
-		require.NoError(t, l.syncFlush(f, nil), "files the truncation removed have nothing to flush")
+		require.NoError(t, l.flusher.syncFlush(l, f, nil), "files the truncation removed have nothing to flush")
 		advanced, retry := l.finishFlush(f)
-		l.flushMu.Unlock()
+		l.flusher.flushMu.Unlock()
 		require.False(t, advanced, "the recovery point must not pass bytes the truncation replaced")
 		require.True(t, retry, "segment 0 still waits for its flush")
 		require.Equal(t, int64(0), recoveryPointOf(l))
 
 		// The retry flushes segment 0 only: the recovery point reaches the truncated segment's
 		// base, whose data the truncation synced.
-		retry, err := l.flushSealed(true, nil)
+		retry, err := l.flusher.flushSealed(l, true, nil)
 		require.NoError(t, err)
 		require.False(t, retry)
 		require.Equal(t, int64(10), recoveryPointOf(l))
@@ -177,9 +177,9 @@ func TestFlushRacingRetention(t *testing.T) {
 		require.Equal(t, 2, n)
 		require.Equal(t, int64(20), l.LogStartOffset())
 		require.False(t, fsExists(t, fsy, segPath(dir, 0, logSuffix)))
-		require.NoError(t, l.syncFlush(f, nil), "files retention deleted have nothing to flush")
+		require.NoError(t, l.flusher.syncFlush(l, f, nil), "files retention deleted have nothing to flush")
 		advanced, retry := l.finishFlush(f)
-		l.flushMu.Unlock()
+		l.flusher.flushMu.Unlock()
 		require.True(t, advanced)
 		require.False(t, retry)
 		require.Equal(t, int64(30), recoveryPointOf(l))

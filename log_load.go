@@ -3,22 +3,73 @@ package commitlog
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/commitlog-go/commitlog/internal/checkpoint"
+	"github.com/commitlog-go/commitlog/internal/fsys"
 	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
-// load opens the segments found in the directory and recovers them. Called once, by openLog.
-func (l *Log) load() error {
-	st, haveState := l.readState()
-	if err := checkpoint.CleanTemp(l.fs, l.dir, "commitlog-"); err != nil {
+// logLoader opens and recovers the segments of a log's folder when the log opens: Kafka's
+// LogLoader, which UnifiedLog runs before the log exists and whose LoadedLogOffsets (log start
+// offset, recovery point, log end) the log is then built from. It holds no Log: it reads the
+// folder and the state file, opens the segments, cuts a torn tail, finishes deletions a crash
+// interrupted, rewrites what a failed sync may have left in the page cache only, and returns
+// what it recovered (loadedLog) for openLog to install. It runs before the log is shared: its
+// callers hold none of the Log's locks, and it takes none of them (the state file takes its own).
+type logLoader struct {
+	fs     fsys.FS
+	dir    string
+	logger *slog.Logger
+	sync   syncPolicy
+	segCfg *segment.Config // the Log's, which the segments keep
+	caches segment.Caches
+	state  *stateFile // the Log's
+
+	// loadedLog is what load has recovered so far: the segments it opened (closed by run if
+	// recovery fails), then the log start offset and recovery point.
+	loadedLog
+}
+
+// loadedLog is a recovered log as the loader returns it, for openLog to install in the Log:
+// Kafka's LoadedLogOffsets with the segments (Kafka's LogSegments) they describe.
+type loadedLog struct {
+	segments       segmentList // ordered by base offset; the last is the active segment
+	logStartOffset int64
+	recoveryPoint  int64 // the recovered log end offset, as load checkpoints it
+}
+
+// run recovers the folder (load, then rewriteAfterFailedSync from rewriteFrom) and returns the
+// recovered log. On an error it closes every segment it opened and returns none. Called once, by
+// openLog.
+func (ld *logLoader) run(rewriteFrom int64) (loadedLog, error) {
+	err := ld.load()
+	if err == nil {
+		err = ld.rewriteAfterFailedSync(rewriteFrom)
+	}
+	if err != nil {
+		for _, s := range ld.segments {
+			s.Close()
+		}
+		return loadedLog{}, err
+	}
+	return ld.loadedLog, nil
+}
+
+// active returns the last segment opened so far, the active segment once load has returned.
+func (ld *logLoader) active() *segment.Segment { return ld.segments[len(ld.segments)-1] }
+
+// load opens the segments found in the directory and recovers them. Called once, by run.
+func (ld *logLoader) load() error {
+	st, haveState := ld.state.read()
+	if err := checkpoint.CleanTemp(ld.fs, ld.dir, "commitlog-"); err != nil {
 		return err
 	}
-	bases, retiring, err := l.listSegments()
+	bases, retiring, err := ld.listSegments()
 	if err != nil {
 		return err
 	}
@@ -48,11 +99,11 @@ func (l *Log) load() error {
 	var keptActiveNext int64
 	for i, base := range bases {
 		last := i == len(bases)-1
-		s, err := segment.Open(l.fs, l.dir, base, &l.segCfg, l.caches, !last)
+		s, err := segment.Open(ld.fs, ld.dir, base, ld.segCfg, ld.caches, !last)
 		if err != nil {
 			return err
 		}
-		l.segments = append(l.segments, s)
+		ld.segments = append(ld.segments, s)
 		fileSize := s.Size()
 		// After a crash the active segment is always rescanned whole: its preallocated indexes
 		// hold entries only up to the crash, followed by zeros, which is no corruption.
@@ -62,7 +113,7 @@ func (l *Log) load() error {
 		// power loss: a bad batch there is a torn write, not corruption. Under SyncAlways a roll
 		// flushes the old segment before the next one exists, so a bad batch in a sealed
 		// segment is corruption whatever the state says.
-		tearable := full && (last || (haveState && !l.sync.rollSyncs()))
+		tearable := full && (last || (haveState && !ld.sync.rollSyncs()))
 		cutFrom := segment.NoCut
 		if tearable {
 			cutFrom = scanFrom
@@ -72,10 +123,10 @@ func (l *Log) load() error {
 			return fmt.Errorf("commitlog: load %s: %w", s.Path(segment.LogSuffix), err)
 		}
 		if rep.Rebuilt != nil {
-			l.logger.Warn("index rebuilt from the log", "segment", s.Path(segment.LogSuffix), "reason", rep.Rebuilt)
+			ld.logger.Warn("index rebuilt from the log", "segment", s.Path(segment.LogSuffix), "reason", rep.Rebuilt)
 		}
 		for _, c := range rep.Corrupt {
-			l.logger.Error("corrupt batch left in place; reads of it return ErrCorrupt",
+			ld.logger.Error("corrupt batch left in place; reads of it return ErrCorrupt",
 				"segment", s.Path(segment.LogSuffix), "position", c.Pos, "offset", c.BaseOffset, "err", c.Cause)
 		}
 		if !last && len(rep.Corrupt) > 0 {
@@ -99,12 +150,12 @@ func (l *Log) load() error {
 				// written after the tear, go. A segment that lost whole batches at its end reads
 				// as one that ends short of the next, as a follower's does before a gap in its
 				// leader's offsets: it is kept.
-				if err := l.cutAtTear(s, rep, fileSize, bases[i+1:]); err != nil {
+				if err := ld.cutAtTear(s, rep, fileSize, bases[i+1:]); err != nil {
 					return fmt.Errorf("commitlog: recover %s: %w", s.Path(segment.LogSuffix), err)
 				}
 				break
 			}
-			l.logger.Warn("truncating a torn tail written after the recovery point of an unclean shutdown",
+			ld.logger.Warn("truncating a torn tail written after the recovery point of an unclean shutdown",
 				"segment", s.Path(segment.LogSuffix), "bytes", fileSize-rep.BadPos, "offset", rep.BadOffset,
 				"position", rep.BadPos, "recovery_point", scanFrom, "err", rep.Cause)
 			if err := s.DiscardFrom(rep.BadPos); err != nil {
@@ -118,7 +169,7 @@ func (l *Log) load() error {
 		// Broken framing where nothing may be cut: the rest of the segment cannot be read, and
 		// every byte of it stays. Reads from the bad batch on return ErrCorrupt; the batches
 		// before it stay readable.
-		l.logger.Error("unreadable batch left in place; the rest of the segment reads as ErrCorrupt",
+		ld.logger.Error("unreadable batch left in place; the rest of the segment reads as ErrCorrupt",
 			"segment", s.Path(segment.LogSuffix), "position", rep.BadPos, "offset", rep.BadOffset,
 			"bytes", fileSize-rep.BadPos, "err", rep.Cause)
 		s.SetSize(fileSize)
@@ -148,67 +199,66 @@ func (l *Log) load() error {
 		}
 		// The timestamps of the unreadable bytes are unknown (see the sealed case above).
 		keptActive.MarkTimesUnknown(keptActiveNext)
-		s, err := segment.Create(l.fs, l.dir, keptActiveNext, &l.segCfg, l.caches, false)
+		s, err := segment.Create(ld.fs, ld.dir, keptActiveNext, ld.segCfg, ld.caches, false)
 		if err != nil {
 			return err
 		}
-		l.segments = append(l.segments, s)
-		if err := l.fs.SyncDir(l.dir); err != nil {
+		ld.segments = append(ld.segments, s)
+		if err := ld.fs.SyncDir(ld.dir); err != nil {
 			return err
 		}
-		l.logger.Warn("log continues in a new segment after the unreadable one",
+		ld.logger.Warn("log continues in a new segment after the unreadable one",
 			"segment", s.Path(segment.LogSuffix), "base_offset", keptActiveNext)
 	}
-	if len(l.segments) == 0 {
+	if len(ld.segments) == 0 {
 		// An empty log, or one whose every segment was deleted by retention: numbering resumes
 		// at the checkpointed log start offset, never at 0 again.
-		s, err := segment.Create(l.fs, l.dir, st.logStartOffset, &l.segCfg, l.caches, false)
+		s, err := segment.Create(ld.fs, ld.dir, st.logStartOffset, ld.segCfg, ld.caches, false)
 		if err != nil {
 			return err
 		}
-		l.segments = append(l.segments, s)
-		if err := l.fs.SyncDir(l.dir); err != nil {
+		ld.segments = append(ld.segments, s)
+		if err := ld.fs.SyncDir(ld.dir); err != nil {
 			return err
 		}
 	}
-	for i := 1; i < len(l.segments); i++ {
-		if prev := l.segments[i-1]; prev.NextOffset() > l.segments[i].BaseOffset() {
+	for i := 1; i < len(ld.segments); i++ {
+		if prev := ld.segments[i-1]; prev.NextOffset() > ld.segments[i].BaseOffset() {
 			return fmt.Errorf("%w: segment %s ends at offset %d, past the next segment's base offset %d",
-				ErrCorrupt, prev.Path(segment.LogSuffix), prev.NextOffset()-1, l.segments[i].BaseOffset())
+				ErrCorrupt, prev.Path(segment.LogSuffix), prev.NextOffset()-1, ld.segments[i].BaseOffset())
 		}
 	}
 	// Segments wholly below the checkpointed log start offset are what retention was deleting
 	// when the process stopped (it checkpoints the start offset first): finish the deletion.
-	for len(l.segments) > 1 && l.segments[1].BaseOffset() <= st.logStartOffset {
-		s := l.segments[0]
-		l.logger.Info("removing segment below the log start offset", "segment", s.Path(segment.LogSuffix), "log_start_offset", st.logStartOffset)
+	for len(ld.segments) > 1 && ld.segments[1].BaseOffset() <= st.logStartOffset {
+		s := ld.segments[0]
+		ld.logger.Info("removing segment below the log start offset", "segment", s.Path(segment.LogSuffix), "log_start_offset", st.logStartOffset)
 		if err := s.Remove(); err != nil {
 			return err
 		}
-		l.segments = l.segments[1:]
+		ld.segments = ld.segments[1:]
 	}
-	if haveState && !retiring && l.active().NextOffset() < st.recoveryPoint {
+	if haveState && !retiring && ld.active().NextOffset() < st.recoveryPoint {
 		// Every offset below the recovery point was flushed, and the cuts above never go below
 		// it: the file that held them is gone. Said before the checkpoint below replaces the
 		// recovery point, the evidence. Not while segments renamed *.deleted were there: a
 		// truncation or retention stopped before its checkpoint leaves the same picture. A
 		// TruncateTo within the active segment that stopped between its cut and its
 		// checkpoint does too, without a trace: the message names it.
-		l.logger.Error("the log ends below its recovery point: flushed offsets are in no segment (a segment file is missing, or a TruncateTo stopped before its checkpoint)",
-			"dir", l.dir, "log_end_offset", l.active().NextOffset(), "recovery_point", st.recoveryPoint)
+		ld.logger.Error("the log ends below its recovery point: flushed offsets are in no segment (a segment file is missing, or a TruncateTo stopped before its checkpoint)",
+			"dir", ld.dir, "log_end_offset", ld.active().NextOffset(), "recovery_point", st.recoveryPoint)
 	}
-	l.logStartOffset = max(st.logStartOffset, l.segments[0].BaseOffset())
-	l.recoveryPoint = l.active().NextOffset()
-	l.flushTarget = l.recoveryPoint
+	ld.logStartOffset = max(st.logStartOffset, ld.segments[0].BaseOffset())
+	ld.recoveryPoint = ld.active().NextOffset()
 	// From here on a crash must not pass for a clean shutdown.
-	return l.writeState(logState{logStartOffset: l.logStartOffset, recoveryPoint: l.recoveryPoint})
+	return ld.state.write(logState{logStartOffset: ld.logStartOffset, recoveryPoint: ld.recoveryPoint})
 }
 
 // cutAtTear ends the log at a torn batch found at rep.BadPos in s, a sealed segment, whose first
 // offset is at or past the recovery point: s is cut there and becomes the active segment, and the
 // files of the segments after it (base offsets later, not opened) are deleted.
-func (l *Log) cutAtTear(s *segment.Segment, rep segment.LoadReport, fileSize int64, later []int64) error {
-	l.logger.Warn("torn batch in a segment written after the recovery point of an unclean shutdown; the log ends there",
+func (ld *logLoader) cutAtTear(s *segment.Segment, rep segment.LoadReport, fileSize int64, later []int64) error {
+	ld.logger.Warn("torn batch in a segment written after the recovery point of an unclean shutdown; the log ends there",
 		"segment", s.Path(segment.LogSuffix), "bytes", fileSize-rep.BadPos, "offset", rep.BadOffset, "position", rep.BadPos,
 		"segments_deleted", later, "err", rep.Cause)
 	if err := s.Truncate(rep.BadPos); err != nil {
@@ -216,22 +266,22 @@ func (l *Log) cutAtTear(s *segment.Segment, rep segment.LoadReport, fileSize int
 	}
 	for _, base := range later {
 		for _, suf := range [...]string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
-			name := filepath.Join(l.dir, segment.Name(base)+suf)
-			if err := l.fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+			name := filepath.Join(ld.dir, segment.Name(base)+suf)
+			if err := ld.fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}
 		}
 	}
-	return l.fs.SyncDir(l.dir)
+	return ld.fs.SyncDir(ld.dir)
 }
 
 // listSegments returns the base offsets of the .log files in the directory, in order, after
 // deleting index files that have no .log (Kafka deletes such orphans too), and whether segment
 // files renamed *.deleted were there (deleted too).
-func (l *Log) listSegments() (bases []int64, retiring bool, err error) {
-	entries, err := l.fs.ReadDir(l.dir)
+func (ld *logLoader) listSegments() (bases []int64, retiring bool, err error) {
+	entries, err := ld.fs.ReadDir(ld.dir)
 	if err != nil {
-		return nil, false, fmt.Errorf("commitlog: list %s: %w", l.dir, err)
+		return nil, false, fmt.Errorf("commitlog: list %s: %w", ld.dir, err)
 	}
 	logs := map[int64]bool{}
 	for _, e := range entries {
@@ -243,7 +293,7 @@ func (l *Log) listSegments() (bases []int64, retiring bool, err error) {
 	for _, e := range entries {
 		if isSpareName(e.Name()) && !e.IsDir() {
 			// Made ahead for a roll that never came (log_spare.go).
-			if err := l.fs.Remove(filepath.Join(l.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := ld.fs.Remove(filepath.Join(ld.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return nil, false, err
 			}
 			continue
@@ -254,7 +304,7 @@ func (l *Log) listSegments() (bases []int64, retiring bool, err error) {
 			for _, suf := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
 				if _, ok := segment.ParseName(stem, suf); ok {
 					retiring = true
-					if err := l.fs.Remove(filepath.Join(l.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+					if err := ld.fs.Remove(filepath.Join(ld.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
 						return nil, false, err
 					}
 				}
@@ -263,9 +313,9 @@ func (l *Log) listSegments() (bases []int64, retiring bool, err error) {
 		}
 		for _, suf := range []string{segment.IndexSuffix, segment.TimeIndexSuffix} {
 			if base, ok := segment.ParseName(e.Name(), suf); ok && !logs[base] {
-				p := filepath.Join(l.dir, e.Name())
-				l.logger.Warn("removing index without a log file", "file", p)
-				if err := l.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				p := filepath.Join(ld.dir, e.Name())
+				ld.logger.Warn("removing index without a log file", "file", p)
+				if err := ld.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 					return nil, false, err
 				}
 			}

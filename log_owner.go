@@ -27,7 +27,7 @@ type logOwner struct {
 // its background retention.
 func (o *logOwner) set(h logHooks) { o.hooks.Store(&h) }
 
-// checkpointed runs the owner's checkpointed hook, if any. Callers hold the log's stateMu.
+// checkpointed runs the owner's checkpointed hook, if any. Callers hold the log's state file lock (stateFile.mu).
 func (o *logOwner) checkpointed() error {
 	if h := o.hooks.Load(); h != nil && h.checkpointed != nil {
 		return h.checkpointed()

@@ -243,7 +243,7 @@ func spareCrashWorkload(fsy fsys.FS) (m *spareCrashModel, err error) {
 	flusher := func() error {
 		l.spares.prepare()
 		for {
-			retry, err := l.flushSealed(false, l.spares.prepare)
+			retry, err := l.flusher.flushSealed(l, false, l.spares.prepare)
 			if err != nil || !retry {
 				return err
 			}

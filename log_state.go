@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"path/filepath"
+	"sync"
 
 	"github.com/commitlog-go/commitlog/internal/checkpoint"
+	"github.com/commitlog-go/commitlog/internal/fsys"
 )
 
 // stateFileName holds a log's own state. Kafka's tools ignore files they do not know, so it
@@ -74,12 +77,36 @@ func decodeLogState(b []byte) (logState, error) {
 	return st, nil
 }
 
-// readState returns the checkpointed state and whether there was one. A missing or corrupt
+// stateFile is a log's state file (stateFileName in its folder) with the lock that serialises its
+// writes and the state last written. Kafka keeps a log's recovery point and log start offset in
+// the log directory's recovery-point-offset-checkpoint and log-start-offset-checkpoint
+// (LogManager's OffsetCheckpointFile); this library keeps them per log, beside its segments, with
+// the clean-shutdown mark Kafka keeps in .kafka_cleanshutdown. The Log holds one by value; owner
+// is the Log's own logOwner (a sibling field, not a pointer up), whose legacy lines every write
+// carries and whose checkpointed hook runs after every successful write.
+//
+// Locking: read takes no lock (openLog and the loader call it before the log is shared). write
+// takes mu itself; its callers hold the Log's appendMu (roll, Close, truncation, retention,
+// saveState) or, at open, nothing. writeLocked is for a caller holding mu: the flush's checkpoint
+// of the recovery point (checkpointRecoveryPoint), which takes the Log's mu inside mu, so the
+// order is stateFile.mu, then the Log's mu; mu also guards last.
+type stateFile struct {
+	fs     fsys.FS
+	dir    string
+	logger *slog.Logger
+	owner  *logOwner
+
+	// mu serialises writes of the state file; last is the one last written.
+	mu   sync.Mutex
+	last logState
+}
+
+// read returns the checkpointed state and whether there was one. A missing or corrupt
 // state file means a folder we did not write (one copied from a Kafka broker) or a damaged one:
 // the log then recovers as after a crash.
-func (l *Log) readState() (logState, bool) {
-	path := filepath.Join(l.dir, stateFileName)
-	b, err := checkpoint.Read(l.fs, path)
+func (sf *stateFile) read() (logState, bool) {
+	path := filepath.Join(sf.dir, stateFileName)
+	b, err := checkpoint.Read(sf.fs, path)
 	if err == nil {
 		st, derr := decodeLogState(b)
 		if derr == nil {
@@ -88,30 +115,30 @@ func (l *Log) readState() (logState, bool) {
 		err = derr
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
-		l.logger.Warn("log state unreadable; recovering as after a crash", "file", path, "err", err)
+		sf.logger.Warn("log state unreadable; recovering as after a crash", "file", path, "err", err)
 	}
 	return logState{}, false
 }
 
-// writeState checkpoints st atomically (temp file, fsync, rename, directory fsync), then has the
+// write checkpoints st atomically (temp file, fsync, rename, directory fsync), then has the
 // log's owner checkpoint its own state (see logHooks.checkpointed). The legacy replication lines
 // are the ones carried since open, whatever st says.
-func (l *Log) writeState(st logState) error {
-	l.stateMu.Lock()
-	defer l.stateMu.Unlock()
-	return l.writeStateLocked(st)
+func (sf *stateFile) write(st logState) error {
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	return sf.writeLocked(st)
 }
 
-// writeStateLocked is writeState for a caller holding stateMu, which serialises the writes (they
-// share the temporary file) and guards lastState, the state last written, failed or not: the
+// writeLocked is write for a caller holding mu, which serialises the writes (they
+// share the temporary file) and guards last, the state last written, failed or not: the
 // flusher's checkpoint of the recovery point keeps its log start offset.
-func (l *Log) writeStateLocked(st logState) error {
-	st.legacy = l.owner.legacyReplication()
-	l.lastState = st
-	if err := checkpoint.Write(l.fs, filepath.Join(l.dir, stateFileName), st.encode()); err != nil {
+func (sf *stateFile) writeLocked(st logState) error {
+	st.legacy = sf.owner.legacyReplication()
+	sf.last = st
+	if err := checkpoint.Write(sf.fs, filepath.Join(sf.dir, stateFileName), st.encode()); err != nil {
 		return err
 	}
-	return l.owner.checkpointed()
+	return sf.owner.checkpointed()
 }
 
 // saveState checkpoints the log's current state (not clean: the log is open), and with it its
@@ -126,5 +153,5 @@ func (l *Log) saveState() error {
 	l.mu.RLock()
 	st := logState{logStartOffset: l.logStartOffset, recoveryPoint: l.recoveryPoint}
 	l.mu.RUnlock()
-	return l.writeState(st)
+	return l.state.write(st)
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/commitlog-go/commitlog/internal/checkpoint"
+	"github.com/commitlog-go/commitlog/internal/fsys"
 	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
@@ -31,33 +32,33 @@ func (l *Log) markSyncFailed(cause error) {
 // rewriteAfterFailedSync, when the marker is present, writes every byte of the segments that may
 // hold data past the recovery point from (those a failed fsync may have left only in the page
 // cache) back to their files and fsyncs them, then removes the marker. Rewriting the same bytes
-// makes their pages dirty again, so the fsync writes them for real. Called by openLog after load.
-func (l *Log) rewriteAfterFailedSync(from int64) error {
-	marker := filepath.Join(l.dir, syncFailedFileName)
-	if _, err := l.fs.Stat(marker); errors.Is(err, fs.ErrNotExist) {
+// makes their pages dirty again, so the fsync writes them for real. Called by logLoader.run after load.
+func (ld *logLoader) rewriteAfterFailedSync(from int64) error {
+	marker := filepath.Join(ld.dir, syncFailedFileName)
+	if _, err := ld.fs.Stat(marker); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("commitlog: %s: %w", marker, err)
 	}
 	buf := make([]byte, 1<<20)
-	for _, s := range l.segments {
-		if s.NextOffset() <= from && s != l.active() {
+	for _, s := range ld.segments {
+		if s.NextOffset() <= from && s != ld.active() {
 			continue
 		}
-		if err := rewriteFile(l, s.Path(segment.LogSuffix), buf); err != nil {
+		if err := rewriteFile(ld.fs, s.Path(segment.LogSuffix), buf); err != nil {
 			return fmt.Errorf("commitlog: rewrite %s after a failed sync: %w", s.Path(segment.LogSuffix), err)
 		}
-		l.logger.Warn("rewrote segment written before a failed sync", "segment", s.Path(segment.LogSuffix))
+		ld.logger.Warn("rewrote segment written before a failed sync", "segment", s.Path(segment.LogSuffix))
 	}
-	if err := l.fs.Remove(marker); err != nil {
+	if err := ld.fs.Remove(marker); err != nil {
 		return fmt.Errorf("commitlog: remove %s: %w", marker, err)
 	}
-	return l.fs.SyncDir(l.dir)
+	return ld.fs.SyncDir(ld.dir)
 }
 
 // rewriteFile writes each chunk of name back where it was read from, then fsyncs the file.
-func rewriteFile(l *Log, name string, buf []byte) error {
-	f, err := l.fs.OpenFile(name, os.O_RDWR, 0)
+func rewriteFile(fsy fsys.FS, name string, buf []byte) error {
+	f, err := fsy.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
 		return err
 	}

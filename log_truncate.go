@@ -98,7 +98,7 @@ func (l *Log) truncateTo(offset int64, newEpoch bool) error {
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.fail(fmt.Errorf("sync directory %s: %w", l.dir, err))
 	}
-	if err := l.writeState(st); err != nil {
+	if err := l.state.write(st); err != nil {
 		l.logger.Warn("recovery point checkpoint failed; the next recovery scans more", "err", err)
 	}
 	if err := l.trimEpochsAfterCut(start, keep.NextOffset(), newEpoch); err != nil {
@@ -129,7 +129,7 @@ func (l *Log) truncateFullyAndStartAt(offset int64) error {
 	l.mu.RLock()
 	st := logState{logStartOffset: offset, recoveryPoint: offset}
 	l.mu.RUnlock()
-	if err := l.writeState(st); err != nil {
+	if err := l.state.write(st); err != nil {
 		return l.fail(fmt.Errorf("checkpoint log start offset %d: %w", offset, err))
 	}
 	seg, err := segment.Create(l.fs, l.dir, offset, &l.segCfg, l.caches, false)

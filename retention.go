@@ -98,7 +98,7 @@ func (l *Log) ApplyRetentionAt(now time.Time) (int, error) {
 	newStart := max(l.logStartOffset, l.segments[n].BaseOffset())
 	st := logState{logStartOffset: newStart, recoveryPoint: l.recoveryPoint}
 	l.mu.RUnlock()
-	if err := l.writeState(st); err != nil {
+	if err := l.state.write(st); err != nil {
 		return 0, fmt.Errorf("commitlog: checkpoint log start offset %d: %w", newStart, err)
 	}
 
@@ -187,7 +187,7 @@ func (l *Log) advanceLogStartOffset(offset int64) error {
 	if offset <= start || offset > end {
 		return nil
 	}
-	if err := l.writeState(st); err != nil {
+	if err := l.state.write(st); err != nil {
 		return fmt.Errorf("commitlog: checkpoint log start offset %d: %w", offset, err)
 	}
 	l.mu.Lock()
