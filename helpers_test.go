@@ -413,7 +413,8 @@ func requireIndexesWithin(t *testing.T, l *Log) {
 		for _, e := range st.TimeEntries {
 			entries = append(entries, entry{file: s.Path(timeIndexSuffix), offset: e[1], pos: -1, next: st.NextOffset, size: st.Size})
 		}
-		checks = append(checks, entry{file: s.Path(logSuffix), checkOffsets: st.OffsetCheck, checkTimes: st.TimeCheck})
+		checkOffsets, checkTimes := s.CheckIndexes()
+		checks = append(checks, entry{file: s.Path(logSuffix), checkOffsets: checkOffsets, checkTimes: checkTimes})
 	}
 	l.mu.RUnlock()
 	for _, e := range entries {

@@ -48,12 +48,12 @@ func tmpfsAtBoundary(l *Log) bool {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	s := l.active()
-	st := s.State()
+	offsetEntries, timeEntries := s.IndexEntries()
 	near := func(entries, size int) bool {
 		end := (entries + 1) * size
 		return end%4096 < 64 || end%4096 > 4096-64
 	}
-	return near(len(st.OffsetEntries), 8) || near(len(st.TimeEntries), 12) ||
+	return near(offsetEntries, 8) || near(timeEntries, 12) ||
 		s.Size() > l.cfg.SegmentBytes-200
 }
 

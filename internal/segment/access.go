@@ -108,8 +108,6 @@ type State struct {
 	Sealed                             bool       // read-only indexes: the segment is not the active one
 	OffsetEntries                      [][2]int64 // the offset index's (offset, position) entries
 	TimeEntries                        [][2]int64 // the time index's (timestamp, offset) entries
-	// OffsetCheck and TimeCheck are the indexes' checks against Size and NextOffset-1.
-	OffsetCheck, TimeCheck error
 }
 
 // State returns a snapshot of the segment (see State). The caller holds a reference with the
@@ -126,8 +124,22 @@ func (s *Segment) State() State {
 		ts, o := s.timeIdx.Entry(i)
 		st.TimeEntries = append(st.TimeEntries, [2]int64{ts, o})
 	}
-	st.OffsetCheck, st.TimeCheck = s.offsetIdx.Check(st.Size), s.timeIdx.Check(s.nextOffset-1)
 	return st
+}
+
+// IndexEntries returns the number of entries in the offset index and in the time index, without
+// copying them as State does. The caller holds a reference with the files open, and the lock the
+// writer publishes under. For tests and diagnostics.
+func (s *Segment) IndexEntries() (offsetEntries, timeEntries int) {
+	return s.offsetIdx.Entries(), s.timeIdx.Entries()
+}
+
+// CheckIndexes runs the indexes' own checks (index.Offset.Check against Size, index.Time.Check
+// against NextOffset-1): entries in order and pointing inside the data. Each error wraps
+// index.ErrCorrupt. The caller holds a reference with the files open, and the lock the writer
+// publishes under. For tests and diagnostics.
+func (s *Segment) CheckIndexes() (offsetErr, timeErr error) {
+	return s.offsetIdx.Check(s.size.Load()), s.timeIdx.Check(s.nextOffset - 1)
 }
 
 // FilesOpen reports whether the segment's files are open now (the file cache may close a sealed
