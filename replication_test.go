@@ -867,10 +867,16 @@ func TestAcksAllBelowMinInsyncReplicas(t *testing.T) {
 	ctx := context.Background()
 	forEachStore(t, func(t *testing.T, env *storeEnv) {
 		cfg := TopicConfig{LogConfig: LogConfig{MinInsyncReplicas: 2}}
-		_, p := repOpen(t, env, cfg, repOptions(time.Now)...)
+		clock := newRepClock()
+		_, p := repOpen(t, env, cfg, repOptions(clock.Now)...)
 		require.NoError(t, p.Replica().BecomeLeader(LeaderConfig{Epoch: 1, Followers: []string{"b"}, LagTimeMax: 20 * time.Millisecond}))
-		// b is in the ISR when the append starts, never fetches, and leaves it.
-		err := p.Append(ctx, repRecs("v", 0, 1)...)
+		// b is in the ISR when the append starts (the clock stands still until the append has
+		// written), never fetches, and leaves it once the clock passes LagTimeMax.
+		done := make(chan error, 1)
+		go func() { done <- p.Append(ctx, repRecs("v", 0, 1)...) }()
+		require.Eventually(t, func() bool { return p.LogEndOffset() == 1 }, repWait, repTick)
+		clock.Advance(time.Second)
+		err := <-done
 		require.ErrorIs(t, err, ErrNotEnoughReplicas)
 		require.Empty(t, p.Replica().ISR())
 		require.Equal(t, int64(1), p.HighWatermark(), "written and committed, with one copy")
