@@ -105,19 +105,28 @@ type stateFile struct {
 // state file means a folder we did not write (one copied from a Kafka broker) or a damaged one:
 // the log then recovers as after a crash.
 func (sf *stateFile) read() (logState, bool) {
-	path := filepath.Join(sf.dir, stateFileName)
-	b, err := checkpoint.Read(sf.fs, path)
+	return readCheckpointed(sf.fs, filepath.Join(sf.dir, stateFileName), decodeLogState, sf.logger,
+		"log state unreadable; recovering as after a crash")
+}
+
+// readCheckpointed reads the checkpoint file at path (internal/checkpoint's format) and decodes
+// its payload, reporting whether there was a state to use. A missing file reads as none; one that
+// cannot be read or decoded reads as none too, and is logged at Warn with unreadable, which says
+// what reading it as none means for the caller.
+func readCheckpointed[T any](fsy fsys.FS, path string, decode func([]byte) (T, error), logger *slog.Logger, unreadable string) (T, bool) {
+	b, err := checkpoint.Read(fsy, path)
 	if err == nil {
-		st, derr := decodeLogState(b)
+		st, derr := decode(b)
 		if derr == nil {
 			return st, true
 		}
 		err = derr
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
-		sf.logger.Warn("log state unreadable; recovering as after a crash", "file", path, "err", err)
+		logger.Warn(unreadable, "file", path, "err", err)
 	}
-	return logState{}, false
+	var zero T
+	return zero, false
 }
 
 // write checkpoints st atomically (temp file, fsync, rename, directory fsync), then has the

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"path/filepath"
 
@@ -56,19 +55,8 @@ func decodeReplicationState(b []byte) (replicationState, error) {
 // readReplicationCheckpoint returns the replication checkpoint in the partition folder dir and
 // whether there was one. A missing or corrupt file (logged) reads as none.
 func readReplicationCheckpoint(fsy fsys.FS, dir string, logger *slog.Logger) (replicationState, bool) {
-	path := filepath.Join(dir, replicationFileName)
-	b, err := checkpoint.Read(fsy, path)
-	if err == nil {
-		st, derr := decodeReplicationState(b)
-		if derr == nil {
-			return st, true
-		}
-		err = derr
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		logger.Warn("replication checkpoint unreadable; the partition opens as not replicated", "file", path, "err", err)
-	}
-	return replicationState{}, false
+	return readCheckpointed(fsy, filepath.Join(dir, replicationFileName), decodeReplicationState, logger,
+		"replication checkpoint unreadable; the partition opens as not replicated")
 }
 
 // openPartition opens partition id of topic in dir: its replication checkpoint, then its log,
