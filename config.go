@@ -85,6 +85,29 @@ type LogConfig struct {
 	// replicas, the leader included, are fewer than this fails with ErrNotEnoughReplicas and
 	// writes nothing. 0 means Kafka's default, 1.
 	MinInsyncReplicas int
+
+	// CleanupPolicy is cleanup.policy: CleanupDelete (the zero value, Kafka's default) deletes
+	// old segments by retention; CleanupCompact keeps the latest record of every key instead;
+	// CleanupCompactDelete does both (see Log.Compact).
+	CleanupPolicy CleanupPolicy
+	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio: the background cleaner cleans a
+	// compacted log once its dirty bytes (after the cleaner point) are at least this fraction
+	// of its cleanable bytes. 0 means DefaultMinCleanableDirtyRatio (0.5); it must lie in
+	// (0, 1].
+	MinCleanableDirtyRatio float64
+	// MinCompactionLag is min.compaction.lag.ms: a segment whose largest record timestamp is
+	// less than this old is not cleaned yet. 0 (Kafka's default) cleans at once; negative is
+	// invalid.
+	MinCompactionLag time.Duration
+	// MaxCompactionLag is max.compaction.lag.ms: a compacted log whose oldest dirty record is
+	// older than this is cleaned whatever its dirty ratio, and its active segment rolls once it
+	// is this old (Kafka's LogConfig.maxSegmentMs). 0 means no limit (Kafka's Long.MAX_VALUE).
+	MaxCompactionLag time.Duration
+	// DeleteRetention is delete.retention.ms: a tombstone (a keyed record with a null value)
+	// stays readable this long after the clean that first kept it, so that a reader that was
+	// behind still sees the delete, and is removed by the first clean after that. 0 means
+	// DefaultDeleteRetention (24 hours); negative means none (removed by the next clean).
+	DeleteRetention time.Duration
 }
 
 // readDecompressLimit bounds the decompressed size of one stored batch when it is read. Kafka
@@ -137,6 +160,12 @@ func (c LogConfig) withDefaults() LogConfig {
 	if c.MinInsyncReplicas == 0 {
 		c.MinInsyncReplicas = 1
 	}
+	if c.MinCleanableDirtyRatio == 0 {
+		c.MinCleanableDirtyRatio = DefaultMinCleanableDirtyRatio
+	}
+	if c.DeleteRetention == 0 {
+		c.DeleteRetention = DefaultDeleteRetention
+	}
 	return c
 }
 
@@ -165,6 +194,14 @@ func (c LogConfig) validate() error {
 		return bad("Sync", c.Sync)
 	case c.MinInsyncReplicas < 1:
 		return bad("MinInsyncReplicas", c.MinInsyncReplicas)
+	case !c.CleanupPolicy.valid():
+		return bad("CleanupPolicy", c.CleanupPolicy)
+	case !(c.MinCleanableDirtyRatio > 0 && c.MinCleanableDirtyRatio <= 1):
+		return bad("MinCleanableDirtyRatio", c.MinCleanableDirtyRatio)
+	case c.MinCompactionLag < 0:
+		return bad("MinCompactionLag", c.MinCompactionLag)
+	case c.MaxCompactionLag < 0:
+		return bad("MaxCompactionLag", c.MaxCompactionLag)
 	}
 	return nil
 }

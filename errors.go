@@ -170,3 +170,9 @@ func (e *LogTruncatedError) Error() string {
 
 // Unwrap returns ErrLogTruncated.
 func (e *LogTruncatedError) Unwrap() error { return ErrLogTruncated }
+
+// ErrKeylessRecord is returned by an append to a compacted log (cleanup.policy compact or
+// compact,delete) of a record without a key; nothing of the append is written. It wraps
+// ErrInvalidRecord, as Kafka answers INVALID_RECORD ("Compacted topic cannot accept message
+// without key", LogValidator.validateKey).
+var ErrKeylessRecord = fmt.Errorf("%w: compacted topic cannot accept a record without a key", ErrInvalidRecord)

@@ -21,11 +21,16 @@ type options struct {
 	maxOpenFiles           int   // 0: the default; negative: no bound
 	positionCacheBytes     int64 // 0: the default; negative: no cache
 
+	cleanerThreads    int           // log.cleaner.threads; 0: none in the background
+	cleanerDedupe     int64         // log.cleaner.dedupe.buffer.size, bytes, shared by the threads
+	cleanerBackoff    time.Duration // log.cleaner.backoff.ms
+
 	caches segment.Caches // the segments' open-file bound and record position cache, one per call
 }
 
 func newOptions(opts []Option) options {
-	o := options{now: time.Now, retentionCheckInterval: DefaultRetentionCheckInterval}
+	o := options{now: time.Now, retentionCheckInterval: DefaultRetentionCheckInterval,
+		cleanerThreads: DefaultCleanerThreads, cleanerDedupe: DefaultCleanerDedupeBufferSize, cleanerBackoff: DefaultCleanerBackoff}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -106,3 +111,30 @@ func WithRecordPositionCache(bytes int64) Option {
 
 // withFS replaces the file system; the in-memory store and fault-injection tests use it.
 func withFS(fs fsys.FS) Option { return func(o *options) { o.fs = fs } }
+
+// Kafka's defaults for the log cleaner's broker configs.
+const (
+	DefaultCleanerThreads          = 1                // log.cleaner.threads
+	DefaultCleanerDedupeBufferSize = 128 << 20        // log.cleaner.dedupe.buffer.size, bytes
+	DefaultCleanerBackoff          = 15 * time.Second // log.cleaner.backoff.ms
+	// MinCleanerDedupeBufferSize is the least dedupe buffer a cleaner thread gets: enough for
+	// the keys of one batch of the largest size.
+	MinCleanerDedupeBufferSize = 1 << 20
+)
+
+// WithCleanerThreads sets log.cleaner.threads: how many goroutines of a store clean its
+// compacted logs in the background (default 1). 0 or less runs none; Topic.Compact and
+// Log.Compact still clean on demand.
+func WithCleanerThreads(n int) Option { return func(o *options) { o.cleanerThreads = n } }
+
+// WithCleanerDedupeBufferSize sets log.cleaner.dedupe.buffer.size: the memory, in bytes, of the
+// key maps of all cleaner threads together (default 128 MiB), each thread's share at least
+// MinCleanerDedupeBufferSize. A clean whose dirty keys do not fit runs in passes, as Kafka's.
+// An on-demand Compact uses one thread's share.
+func WithCleanerDedupeBufferSize(bytes int64) Option {
+	return func(o *options) { o.cleanerDedupe = bytes }
+}
+
+// WithCleanerBackoff sets log.cleaner.backoff.ms: how long a cleaner thread that found no log
+// due waits before it looks again (default 15 s).
+func WithCleanerBackoff(d time.Duration) Option { return func(o *options) { o.cleanerBackoff = d } }

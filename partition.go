@@ -418,3 +418,9 @@ func belowOffset(b []byte, offset int64) int {
 	}
 	return n
 }
+
+// CompactionState returns the partition's compaction state (see Log.CompactionState).
+func (p *Partition) CompactionState() CompactionState { return p.log.CompactionState() }
+
+// Compact cleans the partition's log now (see Log.Compact).
+func (p *Partition) Compact(ctx context.Context) (CompactionResult, error) { return p.log.Compact(ctx) }

@@ -276,3 +276,18 @@ func checkRecords(recs []*Record) error {
 	}
 	return nil
 }
+
+// Compact cleans every partition of a compacted topic now (see Log.Compact), one after the
+// other, and returns the sums. A topic whose cleanup.policy does not compact is
+// ErrInvalidConfig.
+func (t *Topic) Compact(ctx context.Context) (CompactionResult, error) {
+	var total CompactionResult
+	for _, p := range t.partitions {
+		r, err := p.Compact(ctx)
+		total.add(r)
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
