@@ -21,9 +21,9 @@ type options struct {
 	maxOpenFiles           int   // 0: the default; negative: no bound
 	positionCacheBytes     int64 // 0: the default; negative: no cache
 
-	cleanerThreads    int           // log.cleaner.threads; 0: none in the background
-	cleanerDedupe     int64         // log.cleaner.dedupe.buffer.size, bytes, shared by the threads
-	cleanerBackoff    time.Duration // log.cleaner.backoff.ms
+	cleanerThreads int           // log.cleaner.threads; 0: none in the background
+	cleanerDedupe  int64         // log.cleaner.dedupe.buffer.size, bytes, shared by the threads
+	cleanerBackoff time.Duration // log.cleaner.backoff.ms
 
 	caches segment.Caches // the segments' open-file bound and record position cache, one per call
 }
