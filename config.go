@@ -166,6 +166,12 @@ func (c LogConfig) withDefaults() LogConfig {
 	if c.DeleteRetention == 0 {
 		c.DeleteRetention = DefaultDeleteRetention
 	}
+	if c.CleanupPolicy.Compact() && c.MaxCompactionLag >= time.Millisecond {
+		// Kafka's LogConfig.maxSegmentMs: a compacted log's active segment, which is never
+		// cleaned, rolls by max.compaction.lag.ms too, so that no record waits longer than
+		// that to become cleanable. (A shorter lag is refused by validate.)
+		c.SegmentDuration = min(c.SegmentDuration, c.MaxCompactionLag)
+	}
 	return c
 }
 
@@ -200,7 +206,8 @@ func (c LogConfig) validate() error {
 		return bad("MinCleanableDirtyRatio", c.MinCleanableDirtyRatio)
 	case c.MinCompactionLag < 0:
 		return bad("MinCompactionLag", c.MinCompactionLag)
-	case c.MaxCompactionLag < 0:
+	case c.MaxCompactionLag < 0 || c.MaxCompactionLag > 0 && c.MaxCompactionLag < time.Millisecond:
+		// Kafka's max.compaction.lag.ms is at least 1 ms.
 		return bad("MaxCompactionLag", c.MaxCompactionLag)
 	}
 	return nil

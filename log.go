@@ -96,6 +96,9 @@ type Log struct {
 	flusher flusher
 	// spares are the spare files of the next segment (log_spare.go), made by the flusher.
 	spares spareFiles
+	// cleaning is the log's compaction state: its cleaner point, the lock of its cleans
+	// (log_compact.go).
+	cleaning logCleaning
 }
 
 // OpenLog opens the partition log in dir, creating dir and an empty log when missing, and
@@ -137,6 +140,7 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 		MaxMessageBytes: cfg.MaxMessageBytes, MaxDecompressedBytes: cfg.readDecompressLimit()}
 	l.state = stateFile{fs: l.fs, dir: dir, logger: l.logger, owner: &l.owner}
 	l.gc.init()
+	l.cleaning.init(cleanerMemory(o))
 	l.spares = spareFiles{fs: l.fs, dir: dir, logger: l.logger}
 	l.flusher.fs, l.flusher.dir = l.fs, dir
 	if err := fsys.MkdirAllDurable(l.fs, dir, 0o755); err != nil {

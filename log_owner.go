@@ -13,6 +13,10 @@ type logHooks struct {
 	// of a replicated partition (Kafka's deleteOldSegments keeps the log start offset at or below
 	// it), or -1 for none.
 	retentionLimit func() int64
+	// cleaned runs after a clean moved the log's cleaner point to cleanerPoint, for the owner
+	// to checkpoint it (the store's cleaner-offset-checkpoint); an error is logged, as the
+	// point is only where the next clean starts.
+	cleaned func(cleanerPoint int64) error
 }
 
 // logOwner is a log's link to its owner: the owner's callbacks, given once after open (set), and
@@ -31,6 +35,14 @@ func (o *logOwner) set(h logHooks) { o.hooks.Store(&h) }
 func (o *logOwner) checkpointed() error {
 	if h := o.hooks.Load(); h != nil && h.checkpointed != nil {
 		return h.checkpointed()
+	}
+	return nil
+}
+
+// cleaned runs the owner's cleaned hook, if any.
+func (o *logOwner) cleaned(cleanerPoint int64) error {
+	if h := o.hooks.Load(); h != nil && h.cleaned != nil {
+		return h.cleaned(cleanerPoint)
 	}
 	return nil
 }

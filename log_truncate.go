@@ -105,6 +105,7 @@ func (l *Log) truncateTo(offset int64, newEpoch bool) error {
 		return l.fail(err)
 	}
 	l.owner.cutLegacy(keep.NextOffset())
+	l.cutCleanerPoint(keep.NextOffset())
 	l.logger.Info("truncated", "offset", offset, "log_end_offset", keep.NextOffset())
 	return nil
 }

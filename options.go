@@ -26,6 +26,9 @@ type options struct {
 	cleanerBackoff time.Duration // log.cleaner.backoff.ms
 
 	caches segment.Caches // the segments' open-file bound and record position cache, one per call
+	// cleanerPoints is the store's cleaner-offset-checkpoint, set by Open for its partitions;
+	// nil for a log opened on its own, whose cleaner point lives in memory only.
+	cleanerPoints *cleanerPoints
 }
 
 func newOptions(opts []Option) options {

@@ -65,8 +65,10 @@ type Partition struct {
 // replicated when it last ran opens as a follower of no leader yet, readable up to its high
 // watermark, and takes no appends until BecomeLeader or BecomeFollower says its role (a restarted
 // Kafka broker waits for the controller likewise). Any other opens as a leader on its own. saved
-// is the replication checkpoint as the partition's file holds it (see openPartition).
-func newPartition(topic string, id int32, l *Log, onChange func(), start, saved replicationState) *Partition {
+// is the replication checkpoint as the partition's file holds it (see openPartition); cleaned
+// checkpoints the log's cleaner point after a clean (the store's cleaner-offset-checkpoint; nil
+// keeps it in memory only).
+func newPartition(topic string, id int32, l *Log, onChange func(), start, saved replicationState, cleaned func(int64) error) *Partition {
 	p := &Partition{topicName: topic, id: id, log: l, onChange: onChange, epoch: max(l.latestEpoch(), start.leaderEpoch, 0),
 		ckptSaved: saved}
 	p.replica.p = p
@@ -76,7 +78,7 @@ func newPartition(topic string, id int32, l *Log, onChange func(), start, saved 
 		p.hw.Store(min(start.highWatermark, l.LogEndOffset()))
 		p.roleEpoch.Store(start.leaderEpoch)
 	}
-	l.owner.set(logHooks{checkpointed: p.saveCheckpoint, retentionLimit: p.retentionLimit})
+	l.owner.set(logHooks{checkpointed: p.saveCheckpoint, retentionLimit: p.retentionLimit, cleaned: cleaned})
 	return p
 }
 

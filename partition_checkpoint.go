@@ -75,7 +75,14 @@ func openPartition(topic string, id int32, dir string, cfg LogConfig, o options,
 	if !ok && legacy.present {
 		start = replicationState{replicated: true, highWatermark: legacy.highWatermark, leaderEpoch: legacy.leaderEpoch}
 	}
-	p := newPartition(topic, id, l, onChange, start, saved)
+	var cleaned func(int64) error
+	if cp := o.cleanerPoints; cp != nil {
+		if point, ok := cp.get(topic, id); ok {
+			l.setCleanerPoint(point)
+		}
+		cleaned = func(point int64) error { return cp.set(topic, id, point) }
+	}
+	p := newPartition(topic, id, l, onChange, start, saved, cleaned)
 	if !ok && legacy.present {
 		if err := p.saveCheckpoint(); err != nil {
 			return nil, errors.Join(fmt.Errorf("commitlog: checkpoint replication state: %w", err), l.Close())

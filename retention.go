@@ -126,6 +126,11 @@ func (l *Log) ApplyRetentionAt(now time.Time) (int, error) {
 // segment counts when it holds data: if it is due, the caller rolls first. Callers hold
 // appendMu.
 func (l *Log) retentionCount(now time.Time) int {
+	if !l.cfg.CleanupPolicy.Delete() {
+		// cleanup.policy=compact alone: retention deletes nothing (the log start offset still
+		// moves by DeleteRecords and a follower's leader).
+		return 0
+	}
 	l.mu.RLock()
 	segs := l.segments
 	if l.active().Size() == 0 {

@@ -46,6 +46,8 @@ type Store struct {
 
 	stopRetention chan struct{} // closed by Close
 	retentionDone chan struct{} // closed when the background retention goroutine ends
+
+	cleaner storeCleaner // the background cleaner threads (store_cleaner.go)
 }
 
 // Open opens the log directory dir, creating it when missing, and every topic in it. Partition
@@ -71,6 +73,12 @@ func Open(dir string, opts ...Option) (s *Store, err error) {
 		return nil, fmt.Errorf("commitlog: lock %s: %w", dir, err)
 	}
 	s.unlock = u
+	points, err := openCleanerPoints(o.fs, dir)
+	if err != nil {
+		// Only where the next cleans start: they start at the log start offsets instead.
+		o.logger.Warn("cleaner offset checkpoint unreadable; compacted logs are cleaned from their start", "err", err)
+	}
+	s.o.cleanerPoints = points
 	opened := s // "return nil, err" sets s to nil before the cleanup runs
 	defer func() {
 		if err != nil {
@@ -85,6 +93,7 @@ func Open(dir string, opts ...Option) (s *Store, err error) {
 		return nil, err
 	}
 	s.startRetention()
+	s.startCleaner()
 	return s, nil
 }
 
@@ -489,6 +498,9 @@ func (s *Store) DeleteTopic(name string) error {
 	if perr := s.removeTopicPositions(name); perr != nil {
 		err = errors.Join(err, perr)
 	}
+	if cerr := s.o.cleanerPoints.drop(name); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
 	// The renamed folders go only once the configuration without the topic is durable: until
 	// then they are what tells the next open that the deletion is unfinished (see
 	// deletionUnfinished), and without them a configured topic would miss its folders.
@@ -517,6 +529,7 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	close(s.stopRetention)
 	<-s.retentionDone
+	s.stopCleaner()
 	var errs []error
 	for _, r := range readers {
 		errs = append(errs, r.Close())

@@ -3,6 +3,7 @@ package commitlog
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -34,7 +35,12 @@ type TopicConfig struct {
 	LogConfig
 }
 
-// topicConfigJSON is TopicConfig on disk, under Kafka's config names, durations in ms.
+// topicConfigJSON is TopicConfig on disk, under Kafka's config names, durations in ms. The
+// compaction configs came later: a file written before them has none of their fields and opens
+// with their defaults (cleanup.policy "" is delete, as ParseCleanupPolicy reads it). As for the
+// older durations, 0 is "the default" and -1 "off" (delete.retention.ms -1: tombstones go at the
+// next clean); max.compaction.lag.ms is written as Kafka's own default, Long.MAX_VALUE, when
+// there is no limit, and 0, from an older file, means the same.
 type topicConfigJSON struct {
 	Partitions         int32  `json:"partitions"`
 	SegmentBytes       int64  `json:"segment.bytes"`
@@ -50,6 +56,31 @@ type topicConfigJSON struct {
 	FileDeleteDelayMs  int64  `json:"file.delete.delay.ms"`
 	TimestampAfterMax  int64  `json:"message.timestamp.after.max.ms"`
 	MinInsyncReplicas  int    `json:"min.insync.replicas,omitempty"`
+
+	CleanupPolicy          string  `json:"cleanup.policy"`
+	MinCleanableDirtyRatio float64 `json:"min.cleanable.dirty.ratio"`
+	MinCompactionLagMs     int64   `json:"min.compaction.lag.ms"`
+	MaxCompactionLagMs     int64   `json:"max.compaction.lag.ms"`
+	DeleteRetentionMs      int64   `json:"delete.retention.ms"`
+}
+
+// noCompactionLagLimit is max.compaction.lag.ms when there is no limit: Kafka's default,
+// Long.MAX_VALUE.
+const noCompactionLagLimit = math.MaxInt64
+
+// maxDurationMs is the largest number of ms a time.Duration holds.
+const maxDurationMs = math.MaxInt64 / int64(time.Millisecond)
+
+// msField reads the stored duration ms of the config name: 0 and, when off is set, -1 as they
+// are; a value below (-1, or 0 when !off) or past what a time.Duration holds is ErrInvalidConfig.
+func msField(name string, ms int64, off bool) (time.Duration, error) {
+	switch {
+	case ms == -1 && off:
+		return -1, nil
+	case ms < 0 || ms > maxDurationMs:
+		return 0, fmt.Errorf("%w: %s %d", ErrInvalidConfig, name, ms)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
 }
 
 // durationMs writes a duration in Kafka's ms, keeping "negative means off" as -1.
@@ -73,14 +104,21 @@ func (c TopicConfig) toJSON() topicConfigJSON {
 	if c.TimestampType == LogAppendTime {
 		tt = "LogAppendTime"
 	}
-	return topicConfigJSON{
+	j := topicConfigJSON{
 		Partitions: c.Partitions, SegmentBytes: c.SegmentBytes, SegmentMs: c.SegmentDuration.Milliseconds(),
 		SegmentIndexBytes: c.SegmentIndexBytes, IndexIntervalBytes: c.IndexIntervalBytes,
 		MaxMessageBytes: c.MaxMessageBytes, TimestampType: tt, Compression: c.Compression.String(),
 		Sync: int64(c.Sync), RetentionMs: durationMs(c.RetentionDuration), RetentionBytes: c.RetentionBytes,
 		FileDeleteDelayMs: durationMs(c.FileDeleteDelay), TimestampAfterMax: durationMs(c.TimestampAfterMax),
-		MinInsyncReplicas: c.MinInsyncReplicas,
+		MinInsyncReplicas:      c.MinInsyncReplicas,
+		MinCleanableDirtyRatio: c.MinCleanableDirtyRatio, MinCompactionLagMs: durationMs(c.MinCompactionLag),
+		DeleteRetentionMs: durationMs(c.DeleteRetention), CleanupPolicy: c.CleanupPolicy.String(),
+		MaxCompactionLagMs: noCompactionLagLimit,
 	}
+	if c.MaxCompactionLag > 0 {
+		j.MaxCompactionLagMs = c.MaxCompactionLag.Milliseconds()
+	}
+	return j
 }
 
 func (j topicConfigJSON) toConfig() (TopicConfig, error) {
@@ -104,6 +142,24 @@ func (j topicConfigJSON) toConfig() (TopicConfig, error) {
 		return c, err
 	}
 	c.Compression = comp
+	if c.CleanupPolicy, err = ParseCleanupPolicy(j.CleanupPolicy); err != nil {
+		return c, err
+	}
+	if r := j.MinCleanableDirtyRatio; r != 0 && !(r > 0 && r <= 1) {
+		return c, fmt.Errorf("%w: min.cleanable.dirty.ratio %v", ErrInvalidConfig, r)
+	}
+	c.MinCleanableDirtyRatio = j.MinCleanableDirtyRatio
+	if c.MinCompactionLag, err = msField("min.compaction.lag.ms", j.MinCompactionLagMs, false); err != nil {
+		return c, err
+	}
+	if j.MaxCompactionLagMs != noCompactionLagLimit {
+		if c.MaxCompactionLag, err = msField("max.compaction.lag.ms", j.MaxCompactionLagMs, false); err != nil {
+			return c, err
+		}
+	}
+	if c.DeleteRetention, err = msField("delete.retention.ms", j.DeleteRetentionMs, true); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 

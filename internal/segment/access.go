@@ -70,8 +70,10 @@ func (s *Segment) Sync() error { return s.file.Sync() }
 
 // Unpin lets the file cache close a sealed segment's files when idle, and closes idle segments
 // now if the open files exceed the bound. A rolling log calls it once the sealed segment's
-// indexes are remapped read-only: their bytes are in the page cache, and a reopen finds them.
+// indexes are remapped read-only: their bytes are in the page cache, and a reopen finds them; a
+// compaction once it has swapped a segment made by CreateCleaned into the log.
 func (s *Segment) Unpin() {
+	s.pinHeld = false
 	s.pinned.Store(false)
 	if s.files != nil {
 		s.files.Trim()

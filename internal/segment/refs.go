@@ -27,5 +27,10 @@ func (s *Segment) RemoveIfDue(now time.Time, force bool) (removed bool, err erro
 }
 
 // RetiredSuffix returns the suffix Retire put after the names of the segment's files ("" before
-// it was retired).
-func (s *Segment) RetiredSuffix() string { return s.retiredSuffix }
+// it was retired). Safe concurrently.
+func (s *Segment) RetiredSuffix() string {
+	if !s.retired.Load() {
+		return ""
+	}
+	return s.Suffix()
+}

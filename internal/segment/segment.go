@@ -160,9 +160,14 @@ type Segment struct {
 	// BatchRange, which holds positions rather than bytes, can tell that they changed.
 	truncations atomic.Uint64
 	deleteAt    time.Time
-	// retiredSuffix ends the names of its files once retired (see Retire); set before
-	// retired, under openMu.
-	retiredSuffix string
+	// suffix ends the names of its files after their kind's suffix (see Path): "" for a
+	// segment of the log, CleanedSuffix or SwapSuffix while compaction writes and swaps it in
+	// (CreateCleaned, OpenSwap, SetSuffix), the retired suffix once retired (Retire, which sets
+	// it before retired). Changed under openMu, with the renames; read anywhere (nil: "").
+	suffix atomic.Pointer[string]
+	// pinHeld keeps the pin of a segment made by CreateCleaned through Seal and SyncIndexes,
+	// until Unpin (see CreateCleaned). Single writer.
+	pinHeld bool
 
 	// posCache is the store's record position cache (nil: none); positions heads the list of
 	// this segment's entries in it, guarded by the cache's mu.
@@ -179,11 +184,29 @@ type Segment struct {
 	mapHold int
 }
 
-// Path returns the path of the segment's file with the given suffix (LogSuffix, IndexSuffix,
-// TimeIndexSuffix, or one of those followed by a retired suffix): dir/<Name(base)><suffix>.
-func (s *Segment) Path(suffix string) string {
-	return filepath.Join(s.dir, Name(s.baseOffset)+suffix)
+// Path returns the path of the segment's file of the given kind (LogSuffix, IndexSuffix or
+// TimeIndexSuffix) as it is named now: dir/<Name(base)><kind><Suffix()>, where Suffix is "" for a
+// segment of the log, CleanedSuffix or SwapSuffix during a compaction's swap, and the retired
+// suffix once Retire renamed the files. Safe concurrently (a rename may follow at once).
+func (s *Segment) Path(kind string) string { return s.pathWith(kind, s.Suffix()) }
+
+// pathWith is the path of the segment's file of the given kind with the given suffix after it.
+func (s *Segment) pathWith(kind, suffix string) string {
+	return filepath.Join(s.dir, Name(s.baseOffset)+kind+suffix)
 }
+
+// Suffix returns what ends the names of the segment's files after their kind's suffix: "" for a
+// segment of the log, CleanedSuffix or SwapSuffix during a compaction's swap (CreateCleaned,
+// OpenSwap, SetSuffix), the suffix Retire gave them once retired. Safe concurrently.
+func (s *Segment) Suffix() string {
+	if p := s.suffix.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// setSuffix records the suffix the files now carry. Callers hold openMu or own s alone.
+func (s *Segment) setSuffix(suffix string) { s.suffix.Store(&suffix) }
 
 // Create creates the files of a new, empty, active segment at baseOffset in dir, with the disk
 // space of its indexes' first entries reserved, and adds it to caches.Files. The caller syncs
@@ -195,8 +218,15 @@ func (s *Segment) Path(suffix string) string {
 // are empty or stale, as nothing of the log is at or past the base offset of a segment being
 // created.
 func Create(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Caches, spared bool) (*Segment, error) {
+	return create(fsy, dir, baseOffset, cfg, caches, spared, "")
+}
+
+// create is Create with the files named with suffix after their kind's (see Path).
+func create(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Caches, spared bool, suffix string) (*Segment, error) {
 	s := &Segment{fs: fsy, dir: dir, baseOffset: baseOffset, cfg: cfg, files: caches.Files, posCache: caches.Positions,
 		nextOffset: baseOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1}
+	s.setSuffix(suffix)
+	s.pinHeld = suffix == CleanedSuffix
 	if err := s.createFiles(spared); err != nil {
 		for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
 			if rerr := fsy.Remove(s.Path(suf)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
@@ -239,8 +269,14 @@ func (s *Segment) createFiles(spared bool) error {
 // sealed says that the segment is not the log's last (its indexes are opened read-only).
 // Errors: the file system's (fs.ErrNotExist for a missing .log file).
 func Open(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Caches, sealed bool) (*Segment, error) {
+	return open(fsy, dir, baseOffset, cfg, caches, sealed, "")
+}
+
+// open is Open of the files named with suffix after their kind's (see Path).
+func open(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Caches, sealed bool, suffix string) (*Segment, error) {
 	s := &Segment{fs: fsy, dir: dir, baseOffset: baseOffset, cfg: cfg, files: caches.Files, posCache: caches.Positions,
 		nextOffset: baseOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1, sealed: sealed}
+	s.setSuffix(suffix)
 	f, err := fsy.OpenFile(s.Path(LogSuffix), os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
@@ -276,8 +312,9 @@ func (s *Segment) FilesReady() bool {
 // OpenFiles opens the files of a sealed segment closed for idleness (a no-op when they are open),
 // for a read that has acquired s and called FilesReady. The indexes are mapped read-only; the
 // .log file is opened for writing too, as truncation may make the segment active again. The
-// files are found under their "*.deleted" names once the segment is retired. ErrClosed when the
-// log closed or the segment was removed.
+// files are found under their names of now (Path): "*.deleted" once the segment is retired, those
+// SetSuffix gave them during a compaction's swap. ErrClosed when the log closed or the segment
+// was removed.
 func (s *Segment) OpenFiles() error {
 	s.openMu.Lock()
 	defer s.openMu.Unlock()
@@ -288,19 +325,15 @@ func (s *Segment) OpenFiles() error {
 	if s.isOpen.Load() {
 		return nil
 	}
-	suffix := ""
-	if s.retired.Load() {
-		suffix = s.retiredSuffix
-	}
-	f, err := s.fs.OpenFile(s.Path(LogSuffix+suffix), os.O_RDWR, 0)
+	f, err := s.fs.OpenFile(s.Path(LogSuffix), os.O_RDWR, 0)
 	if err != nil {
 		return err
 	}
-	ox, err := index.OpenOffset(s.fs, s.Path(IndexSuffix+suffix), s.baseOffset, s.cfg.SegmentIndexBytes, false)
+	ox, err := index.OpenOffset(s.fs, s.Path(IndexSuffix), s.baseOffset, s.cfg.SegmentIndexBytes, false)
 	if err != nil {
 		return errors.Join(err, f.Close())
 	}
-	tx, err := index.OpenTime(s.fs, s.Path(TimeIndexSuffix+suffix), s.baseOffset, s.cfg.SegmentIndexBytes, false)
+	tx, err := index.OpenTime(s.fs, s.Path(TimeIndexSuffix), s.baseOffset, s.cfg.SegmentIndexBytes, false)
 	if err != nil {
 		return errors.Join(err, ox.Close(), f.Close())
 	}
@@ -500,10 +533,11 @@ func (s *Segment) SealIndexes() error {
 
 // SyncIndexes makes both indexes' entries and sizes durable (fsync). Once a sealed segment's
 // indexes are durable, the files may be closed for idleness: nothing is written to them again,
-// and a reopen finds them as they are. Single writer.
+// and a reopen finds them as they are (a segment made by CreateCleaned stays pinned until
+// Unpin). Single writer.
 func (s *Segment) SyncIndexes() error {
 	err := errors.Join(s.offsetIdx.Sync(), s.timeIdx.Sync())
-	if err == nil && s.sealed {
+	if err == nil && s.sealed && !s.pinHeld {
 		s.pinned.Store(false)
 	}
 	return err
@@ -541,7 +575,8 @@ func (s *Segment) Close() error {
 // deleted, as Kafka marks them.
 const DeletedSuffix = ".deleted"
 
-// Retire renames the segment's files to "*<suffix>" (".deleted", or ".<n>.deleted" when the
+// Retire renames the segment's files from their names of now (Path: the log's names, or those
+// SetSuffix gave them) to "<base><kind><suffix>" (suffix ".deleted", or ".<n>.deleted" when the
 // caller still holds a retired segment at the same base offset), as Kafka's
 // LogSegment.changeFileSuffixes does for a deleted segment; they stay open for reads in progress,
 // and a read that acquired the segment before it left the log reopens them under those names.
@@ -553,13 +588,14 @@ func (s *Segment) Retire(deleteAt time.Time, suffix string) error {
 	defer s.openMu.Unlock()
 	// Nothing is written to a segment out of the log: its files may close when idle.
 	s.pinned.Store(false)
+	s.pinHeld = false
 	var errs []error
 	for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
-		if err := s.fs.Rename(s.Path(suf), s.Path(suf+suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := s.fs.Rename(s.Path(suf), s.pathWith(suf, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
-	s.retiredSuffix = suffix
+	s.setSuffix(suffix)
 	s.deleteAt = deleteAt
 	s.retired.Store(true)
 	// Reads in progress finish on the files; no later read needs the positions.
@@ -572,15 +608,16 @@ func (s *Segment) Retire(deleteAt time.Time, suffix string) error {
 func (s *Segment) RemoveRetired() error {
 	errs := []error{s.Close()}
 	for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
-		if err := s.fs.Remove(s.Path(suf + s.retiredSuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := s.fs.Remove(s.Path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// Remove closes the segment and deletes its files (a segment that never left the caller's list
-// by Retire: an empty active segment a roll replaces, one below the log start offset at load).
+// Remove closes the segment and deletes its files under their names of now (a segment that never
+// left the caller's list by Retire: an empty active segment a roll replaces, one below the log
+// start offset at load, a cleaned segment a compaction abandons).
 func (s *Segment) Remove() error {
 	errs := []error{s.Close()}
 	for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
