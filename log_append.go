@@ -61,6 +61,11 @@ func (l *Log) appendRecords(ctx context.Context, recs []*Record, await bool) (wr
 	if len(recs) == 0 {
 		return writeTicket{}, nil
 	}
+	if l.cfg.CleanupPolicy.Compact() {
+		if err := checkKeys(recs); err != nil {
+			return writeTicket{}, err
+		}
+	}
 	now := l.now()
 	l.gc.writing.Add(1) // see lingerForWriters
 	defer l.gc.writing.Add(-1)
@@ -203,6 +208,11 @@ func (l *Log) validateRaw(data []byte, leader bool) (*pendingWrite, error) {
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: batch at byte %d: %w", ErrCorrupt, pos, err)
+		}
+		if leader && l.cfg.CleanupPolicy.Compact() {
+			if err := checkBatchKeys(data[pos:], lim); err != nil {
+				return nil, fmt.Errorf("batch at byte %d: %w", pos, err)
+			}
 		}
 		if leader {
 			h.BaseOffset = next // placeholder, rebased by write

@@ -652,3 +652,32 @@ func (l *Log) cutCleanerPoint(end int64) {
 // setCleanerPoint gives the log the cleaner point its owner checkpointed (see planLocked for
 // how one outside the log is taken).
 func (l *Log) setCleanerPoint(offset int64) { l.cleaning.point.Store(offset) }
+
+// checkKeys returns ErrKeylessRecord, naming the record, when one of recs has no key: the check
+// an append to a compacted log makes first (Kafka's LogValidator.validateKey).
+func checkKeys(recs []*Record) error {
+	for i, r := range recs {
+		if r.Key == nil {
+			return fmt.Errorf("%w: record %d of %d", ErrKeylessRecord, i, len(recs))
+		}
+	}
+	return nil
+}
+
+// checkBatchKeys returns ErrKeylessRecord when a record of the producer's batch at the start of
+// b has no key (Kafka's LogValidator.validateKey, on the leader's path only: replicated data is
+// not validated again). The batch was validated; lim bounds its decompression.
+func checkBatchKeys(b []byte, lim recordbatch.Limits) error {
+	batch, err := recordbatch.Decode(b, lim)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	i := 0
+	for r := range batch.Records() {
+		if r.Key == nil {
+			return fmt.Errorf("%w: record %d of the batch at offset delta %d", ErrKeylessRecord, i, r.OffsetDelta)
+		}
+		i++
+	}
+	return nil
+}

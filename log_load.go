@@ -3,7 +3,9 @@ package commitlog
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -283,6 +285,13 @@ func (ld *logLoader) listSegments() (bases []int64, retiring bool, err error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("commitlog: list %s: %w", ld.dir, err)
 	}
+	if swapped, err := ld.finishSwaps(entries); err != nil {
+		return nil, false, err
+	} else if swapped {
+		if entries, err = ld.fs.ReadDir(ld.dir); err != nil {
+			return nil, false, fmt.Errorf("commitlog: list %s: %w", ld.dir, err)
+		}
+	}
 	logs := map[int64]bool{}
 	for _, e := range entries {
 		if base, ok := segment.ParseName(e.Name(), segment.LogSuffix); ok && !e.IsDir() {
@@ -323,4 +332,91 @@ func (ld *logLoader) listSegments() (bases []int64, retiring bool, err error) {
 	}
 	slices.Sort(bases)
 	return bases, retiring, nil
+}
+
+// finishSwaps finishes or undoes what a compaction's swap (see log_compact.go) left, as Kafka's
+// LogLoader does (removeTempFilesAndCollectSwapFiles, then the swap's completion): files of a
+// cleaned segment ("*.cleaned") were never committed and are deleted; a "<base>.log.swap" is a
+// cleaned segment complete and durable, which replaces the segments whose base offsets lie in
+// [base, its next offset): those are deleted and the swap's files renamed into place (an index
+// missing under the swap's name is rebuilt by the load that follows); an index "*.swap" without
+// its .log is deleted. It reports whether it changed the directory.
+func (ld *logLoader) finishSwaps(entries []fs.DirEntry) (changed bool, err error) {
+	kinds := []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix}
+	regular := map[int64]bool{}
+	swaps := map[int64]bool{}
+	var remove []string
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		name := e.Name()
+		if base, ok := segment.ParseName(name, segment.LogSuffix); ok {
+			regular[base] = true
+		}
+		for _, kind := range kinds {
+			if _, ok := segment.ParseName(name, kind+segment.CleanedSuffix); ok {
+				remove = append(remove, name)
+			}
+			if base, ok := segment.ParseName(name, kind+segment.SwapSuffix); ok && kind == segment.LogSuffix {
+				swaps[base] = true
+			}
+		}
+	}
+	for _, e := range entries {
+		for _, kind := range kinds[1:] {
+			if base, ok := segment.ParseName(e.Name(), kind+segment.SwapSuffix); ok && !swaps[base] {
+				remove = append(remove, e.Name())
+			}
+		}
+	}
+	for _, name := range remove {
+		ld.logger.Info("removing file of an unfinished compaction", "file", filepath.Join(ld.dir, name))
+		if err := ld.fs.Remove(filepath.Join(ld.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return false, err
+		}
+	}
+	changed = len(remove) > 0
+	for _, base := range slices.Sorted(maps.Keys(swaps)) {
+		s, err := segment.OpenSwap(ld.fs, ld.dir, base, ld.segCfg, segment.Caches{})
+		if err != nil {
+			return changed, fmt.Errorf("commitlog: open %s: %w", segPathOf(ld.dir, base, segment.LogSuffix+segment.SwapSuffix), err)
+		}
+		if _, err := s.Load(true, segment.NoCut); err != nil {
+			return changed, errors.Join(fmt.Errorf("commitlog: load %s: %w", s.Path(segment.LogSuffix), err), s.Close())
+		}
+		next := max(s.NextOffset(), base+1) // an empty swap still replaces the segment at its base
+		var replaced []int64
+		for old := range regular {
+			if old >= base && old < next {
+				replaced = append(replaced, old)
+			}
+		}
+		slices.Sort(replaced)
+		for _, old := range replaced {
+			for _, kind := range kinds {
+				if err := ld.fs.Remove(segPathOf(ld.dir, old, kind)); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return true, errors.Join(err, s.Close())
+				}
+			}
+			delete(regular, old)
+		}
+		err = s.SetSuffix("")
+		err = errors.Join(err, s.Close())
+		if err != nil {
+			return true, fmt.Errorf("commitlog: complete the swap of %s: %w", segPathOf(ld.dir, base, segment.LogSuffix), err)
+		}
+		regular[base] = true
+		changed = true
+		ld.logger.Info("completed interrupted compaction swap", "base_offset", base, "next_offset", s.NextOffset(), "replaced", replaced)
+	}
+	if changed {
+		return true, ld.fs.SyncDir(ld.dir)
+	}
+	return false, nil
+}
+
+// segPathOf is the path of the segment file at base of dir with suffix.
+func segPathOf(dir string, base int64, suffix string) string {
+	return filepath.Join(dir, segment.Name(base)+suffix)
 }

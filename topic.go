@@ -93,6 +93,12 @@ func (t *Topic) AppendAcks(ctx context.Context, acks Acks, recs ...*Record) erro
 	if err := checkRecords(recs); err != nil {
 		return err
 	}
+	if t.cfg.CleanupPolicy.Compact() {
+		// Before routing: a call with one keyless record writes nothing to any partition.
+		if err := checkKeys(recs); err != nil {
+			return err
+		}
+	}
 	if len(recs) == 0 {
 		return ctx.Err()
 	}
