@@ -596,3 +596,114 @@ func TestCompactConcurrentWithAppendsAndReads(t *testing.T) {
 		requireIndexesWithin(t, l)
 	})
 }
+
+// TestCompactRefusesKeylessRecords: an append of a record without a key to a compacted log is
+// ErrKeylessRecord (an ErrInvalidRecord) and writes nothing, by every append path; a tombstone is
+// accepted; a log that does not compact takes keyless records.
+func TestCompactRefusesKeylessRecords(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		ctx := context.Background()
+		l := openTestLog(t, fsy, t.TempDir(), compactConfig())
+		err := l.Append(ctx, &Record{Key: []byte("k"), Value: []byte("v")}, &Record{Value: []byte("no key")})
+		require.ErrorIs(t, err, ErrKeylessRecord)
+		require.ErrorIs(t, err, ErrInvalidRecord)
+		require.Equal(t, int64(0), l.LogEndOffset())
+		for _, codec := range []recordbatch.Codec{recordbatch.CodecNone, recordbatch.CodecZstd} {
+			b := encodeBatchWith(t, recordbatch.Header{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Attributes: recordbatch.Attributes(0).WithCodec(codec)},
+				[]*Record{{Key: []byte("k"), Value: []byte("v"), Timestamp: testEpoch}, {Value: []byte("x"), Timestamp: testEpoch}})
+			_, _, err = l.AppendAsLeader(ctx, b)
+			require.ErrorIs(t, err, ErrKeylessRecord, "codec %v", codec)
+			require.Equal(t, int64(0), l.LogEndOffset())
+		}
+		require.NoError(t, l.Append(ctx, &Record{Key: []byte("k")}), "a tombstone has a key")
+		require.Equal(t, int64(1), l.LogEndOffset())
+
+		plain := openTestLog(t, fsy, t.TempDir(), baseConfig())
+		require.NoError(t, plain.Append(ctx, &Record{Value: []byte("no key")}))
+
+		s := openCompactStore(t, fsy, t.TempDir(), newRepClock())
+		tp, err := s.CreateTopic("table", TopicConfig{Partitions: 3, LogConfig: compactConfig()})
+		require.NoError(t, err)
+		err = tp.Append(ctx, &Record{Key: []byte("a"), Value: []byte("1")}, &Record{Key: []byte("b"), Value: []byte("2")}, &Record{Value: []byte("3")})
+		require.ErrorIs(t, err, ErrKeylessRecord)
+		for i := range int32(3) {
+			p, err := tp.Partition(i)
+			require.NoError(t, err)
+			require.Equal(t, int64(0), p.LogEndOffset(), "partition %d: nothing of the call written", i)
+		}
+	})
+}
+
+// TestCompactionStateRatioAndLags: the dirty ratio is Kafka's LogToClean's, min.compaction.lag.ms
+// holds back segments with records newer than it, and max.compaction.lag.ms makes a log due
+// whatever its ratio.
+func TestCompactionStateRatioAndLags(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		clock := newRepClock()
+		cfg := compactConfig()
+		cfg.MinCleanableDirtyRatio = 0.99
+		l := openTestLog(t, fsy, t.TempDir(), cfg, WithClock(clock.Now))
+		for i := range 40 {
+			appendKeyed(t, l, clock.Now(), keyed{key: fmt.Sprintf("k%d", i%4), value: []byte("value-value-value-value")})
+		}
+		st := l.CompactionState()
+		l.mu.RLock()
+		var sealed int64
+		for _, s := range l.segments[:len(l.segments)-1] {
+			sealed += s.Size()
+		}
+		active := l.active().BaseOffset()
+		l.mu.RUnlock()
+		require.Equal(t, CompactionState{CleanerPoint: 0, UncleanableOffset: active, CleanBytes: 0, DirtyBytes: sealed, DirtyRatio: 1, Due: true}, st)
+
+		_, err := l.Compact(context.Background())
+		require.NoError(t, err)
+		clock.Advance(time.Hour)
+		for i := range 40 {
+			appendKeyed(t, l, clock.Now(), keyed{key: fmt.Sprintf("k%d", i%4), value: []byte("value-value-value-value")})
+		}
+		st = l.CompactionState()
+		require.Equal(t, float64(st.DirtyBytes)/float64(st.CleanBytes+st.DirtyBytes), st.DirtyRatio)
+		require.Less(t, st.DirtyRatio, 0.99)
+		require.False(t, st.Due, "below min.cleanable.dirty.ratio")
+
+		// max.compaction.lag.ms: the same, on a log whose dirty batches are older than it.
+		lagged := cfg
+		lagged.MaxCompactionLag = 30 * time.Minute
+		l2 := openTestLog(t, fsy, t.TempDir(), lagged, WithClock(clock.Now))
+		for i := range 40 {
+			appendKeyed(t, l2, clock.Now(), keyed{key: fmt.Sprintf("k%d", i%4), value: []byte("value-value-value-value")})
+		}
+		_, err = l2.Compact(context.Background())
+		require.NoError(t, err)
+		for i := range 40 {
+			appendKeyed(t, l2, clock.Now(), keyed{key: fmt.Sprintf("k%d", i%4), value: []byte("value-value-value-value")})
+		}
+		st = l2.CompactionState()
+		require.Less(t, st.DirtyRatio, 0.99)
+		require.False(t, st.Due, "dirty batches as old as max.compaction.lag.ms, not older")
+		clock.Advance(30*time.Minute + time.Millisecond)
+		require.True(t, l2.CompactionState().Due, "dirty batches older than max.compaction.lag.ms")
+
+		// min.compaction.lag.ms: segments with records newer than it are not cleanable.
+		young := compactConfig()
+		young.MinCompactionLag = time.Hour
+		l3 := openTestLog(t, fsy, t.TempDir(), young, WithClock(clock.Now))
+		for i := range 40 {
+			appendKeyed(t, l3, clock.Now(), keyed{key: fmt.Sprintf("k%d", i%4), value: []byte("value-value-value-value")})
+		}
+		st = l3.CompactionState()
+		require.Equal(t, int64(0), st.UncleanableOffset)
+		require.False(t, st.Due)
+		res, err := l3.Compact(context.Background())
+		require.NoError(t, err)
+		require.Zero(t, res.Passes)
+		clock.Advance(time.Hour + time.Millisecond)
+		st = l3.CompactionState()
+		l3.mu.RLock()
+		active = l3.active().BaseOffset()
+		l3.mu.RUnlock()
+		require.Equal(t, active, st.UncleanableOffset)
+		require.True(t, st.Due)
+	})
+}
