@@ -180,14 +180,14 @@ func TestStoreTopicConfigPersisted(t *testing.T) {
 		Compression: CompressionNone, Sync: SyncAlways,
 		RetentionDuration: DefaultRetentionDuration, RetentionBytes: -1,
 		FileDeleteDelay: DefaultFileDeleteDelay, TimestampAfterMax: DefaultTimestampAfterMax,
-		MinInsyncReplicas: 1,
+		MinInsyncReplicas: 1, MinCleanableDirtyRatio: DefaultMinCleanableDirtyRatio, DeleteRetention: DefaultDeleteRetention,
 	}
 	custom := LogConfig{
 		SegmentBytes: 1 << 20, SegmentDuration: 3 * time.Hour, SegmentIndexBytes: 64 << 10,
 		IndexIntervalBytes: 512, MaxMessageBytes: 100_000, TimestampType: LogAppendTime,
 		Compression: CompressionZstd, Sync: SyncNever,
 		RetentionDuration: -1, RetentionBytes: 1 << 30, FileDeleteDelay: -1, TimestampAfterMax: 5 * time.Minute,
-		MinInsyncReplicas: 1,
+		MinInsyncReplicas: 1, MinCleanableDirtyRatio: DefaultMinCleanableDirtyRatio, DeleteRetention: DefaultDeleteRetention,
 	}
 	appendTime := time.UnixMilli(1_714_557_600_123)
 	clock := func() time.Time { return appendTime }
@@ -619,7 +619,7 @@ func TestStoreAdoptsKafkaFolders(t *testing.T) {
 		MaxMessageBytes: DefaultMaxMessageBytes, Sync: SyncAlways,
 		RetentionDuration: DefaultRetentionDuration, RetentionBytes: -1,
 		FileDeleteDelay: DefaultFileDeleteDelay, TimestampAfterMax: DefaultTimestampAfterMax,
-		MinInsyncReplicas: 1,
+		MinInsyncReplicas: 1, MinCleanableDirtyRatio: DefaultMinCleanableDirtyRatio, DeleteRetention: DefaultDeleteRetention,
 	}}, tp.Config())
 	requireKafkaFiles()
 	for p, seen := range want {

@@ -3,6 +3,7 @@ package commitlog
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -48,5 +49,33 @@ func TestPartitionCountCeiling(t *testing.T) {
 				require.ErrorContains(t, err, tc.wantErr)
 			})
 		})
+	}
+}
+
+// TestTopicConfigCompactionFields: the compaction configs are stored under Kafka's names and
+// read back; a file of the shape written before them opens with their defaults.
+func TestTopicConfigCompactionFields(t *testing.T) {
+	in := map[string]TopicConfig{"table": {Partitions: 2, LogConfig: LogConfig{
+		CleanupPolicy: CleanupCompactDelete, MinCleanableDirtyRatio: 0.25, MinCompactionLag: time.Minute,
+		MaxCompactionLag: 2 * time.Hour, DeleteRetention: -1}}}
+	b, err := encodeTopicConfigs(in)
+	require.NoError(t, err)
+	for _, field := range []string{`"cleanup.policy": "compact,delete"`, `"min.cleanable.dirty.ratio": 0.25`,
+		`"min.compaction.lag.ms": 60000`, `"max.compaction.lag.ms": 7200000`, `"delete.retention.ms": -1`} {
+		require.Contains(t, string(b), field)
+	}
+	out, err := decodeTopicConfigs(b)
+	require.NoError(t, err)
+	require.Equal(t, in, out)
+
+	old := []byte(`{"events": {"partitions": 1, "segment.bytes": 4096, "compression.type": "none"}}`)
+	out, err = decodeTopicConfigs(old)
+	require.NoError(t, err)
+	require.Equal(t, CleanupDelete, out["events"].CleanupPolicy)
+	require.Zero(t, out["events"].MaxCompactionLag)
+
+	for _, bad := range []string{`"cleanup.policy": "shred"`, `"min.cleanable.dirty.ratio": 1.5`, `"delete.retention.ms": -2`} {
+		_, err := decodeTopicConfigs([]byte(`{"t": {"partitions": 1, ` + bad + `}}`))
+		require.ErrorIs(t, err, ErrCorrupt, bad)
 	}
 }
