@@ -2,13 +2,16 @@ package commitlog
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
@@ -706,4 +709,105 @@ func TestCompactionStateRatioAndLags(t *testing.T) {
 		require.Equal(t, active, st.UncleanableOffset)
 		require.True(t, st.Due)
 	})
+}
+
+// TestCompactStopsAtHighWatermark: a replicated log cleans nothing at or past the segment holding
+// its high watermark (Kafka cleans below the last stable offset, which the high watermark bounds).
+func TestCompactStopsAtHighWatermark(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		clock := newRepClock()
+		l := openTestLog(t, fsy, t.TempDir(), compactConfig(), WithClock(clock.Now))
+		for i := range 80 {
+			appendKeyed(t, l, clock.Now(), keyed{key: fmt.Sprintf("k%d", i%3), value: []byte("value-value-value")})
+		}
+		l.mu.RLock()
+		require.Greater(t, len(l.segments), 3)
+		third := l.segments[2].BaseOffset()
+		hw := third + 1 // inside the third segment
+		l.mu.RUnlock()
+		l.owner.set(logHooks{retentionLimit: func() int64 { return hw }})
+		st := l.CompactionState()
+		require.Equal(t, third, st.UncleanableOffset)
+		before := scanKeyed(t, l)
+		_, err := l.Compact(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, third, l.CompactionState().CleanerPoint)
+		after := scanKeyed(t, l)
+		var tailBefore, tailAfter []keyed
+		for _, r := range before {
+			if r.offset >= third {
+				tailBefore = append(tailBefore, r)
+			}
+		}
+		for _, r := range after {
+			if r.offset >= third {
+				tailAfter = append(tailAfter, r)
+			}
+		}
+		require.Equal(t, tailBefore, tailAfter, "nothing at or past the high watermark's segment is cleaned")
+		require.Less(t, len(after), len(before))
+	})
+}
+
+// TestCompactedSegmentReadByKmsg is the Kafka-format check of a cleaned segment: franz-go's kmsg
+// decodes every batch of the cleaned .log files (CRC over bytes 21.., as Kafka's), and the offsets
+// it finds have the gaps the clean left, with the producer's empty batch among them.
+func TestCompactedSegmentReadByKmsg(t *testing.T) {
+	fsy := fsys.NewMemory()
+	clock := newRepClock()
+	l := openTestLog(t, fsy, t.TempDir(), compactConfig(), WithClock(clock.Now))
+	ctx := context.Background()
+	b := encodeBatchWith(t, recordbatch.Header{ProducerID: 9, ProducerEpoch: 1, BaseSequence: 0},
+		[]*Record{{Key: []byte("p"), Value: []byte("1"), Timestamp: clock.Now()}})
+	_, _, err := l.AppendAsLeader(ctx, b)
+	require.NoError(t, err)
+	for i := range 60 {
+		appendKeyed(t, l, clock.Now(), keyed{key: fmt.Sprintf("k%d", i%5), value: []byte("value-value-value")},
+			keyed{key: "p", value: []byte("plain")})
+	}
+	_, err = l.Compact(ctx)
+	require.NoError(t, err)
+	want := scanKeyed(t, l)
+	point := l.CompactionState().CleanerPoint
+	var data []byte
+	for _, base := range logFileBases(t, fsy, l.Dir()) {
+		if base < point {
+			data = append(data, fsReadFile(t, fsy, segPath(l.Dir(), base, logSuffix))...)
+		}
+	}
+	var offsets []int64
+	emptyAt := int64(-1)
+	for len(data) > 0 {
+		var kb kmsg.RecordBatch
+		require.NoError(t, kb.ReadFrom(data))
+		size := int(kb.Length) + 12
+		require.Equal(t, crc32.Checksum(data[21:size], crc32.MakeTable(crc32.Castagnoli)), uint32(kb.CRC))
+		if kb.NumRecords == 0 {
+			emptyAt = kb.FirstOffset
+			require.Equal(t, int64(9), kb.ProducerID)
+			require.Equal(t, int32(0), kb.LastOffsetDelta)
+		}
+		require.Equal(t, recordbatch.CodecNone, recordbatch.Attributes(kb.Attributes).Codec())
+		raw := kb.Records
+		for range kb.NumRecords {
+			length, n := binary.Varint(raw)
+			require.Positive(t, n)
+			var kr kmsg.Record
+			require.NoError(t, kr.ReadFrom(raw[:n+int(length)]))
+			offsets = append(offsets, kb.FirstOffset+int64(kr.OffsetDelta))
+			raw = raw[n+int(length):]
+		}
+		require.Empty(t, raw)
+		data = data[size:]
+	}
+	require.Equal(t, int64(0), emptyAt, "the producer's only batch stays, empty")
+	require.NotEmpty(t, offsets)
+	var wantOffsets []int64
+	for _, r := range want {
+		if r.offset < point {
+			wantOffsets = append(wantOffsets, r.offset)
+		}
+	}
+	require.Equal(t, wantOffsets, offsets)
+	require.Less(t, len(offsets), int(point)/2, "the cleaned segments have gaps")
 }
