@@ -36,18 +36,32 @@ type OffsetMap struct {
 	arena    []byte
 	len      int
 	latest   int64
-	maxSlots int // a power of two: the table's largest size
+	maxSlots int // the table's largest size
 	maxArena int // the arena's largest size, bytes
 }
 
 // NewOffsetMap returns an empty map that holds at most memory bytes of slots and keys together
-// (one cleaner thread's share of log.cleaner.dedupe.buffer.size): half for the table (rounded
-// down to a power of two of slots), the rest for the keys. Nothing is allocated until the first
-// Put. A memory below 256 bytes is taken as 256.
+// (one cleaner thread's share of log.cleaner.dedupe.buffer.size), split for keys of
+// splitKeyBytes bytes: a key then costs slotBytes/LoadFactor bytes of table and its length of
+// arena, and the budget holds as many keys of that length as it can. Longer keys fill the arena
+// first, shorter ones the table; either way the map refuses a key once either is full. Nothing is
+// allocated until the first Put. A memory below 256 bytes is taken as 256.
 func NewOffsetMap(memory int) *OffsetMap {
 	memory = max(memory, 256)
-	maxSlots := 1 << (bits.Len(uint(memory/2/slotBytes)) - 1)
+	perKey := slotBytes/LoadFactor + splitKeyBytes
+	maxSlots := max(int(float64(memory)*(slotBytes/LoadFactor)/perKey)/slotBytes, 2)
 	return &OffsetMap{latest: -1, maxSlots: maxSlots, maxArena: memory - maxSlots*slotBytes}
+}
+
+// splitKeyBytes is the key length NewOffsetMap divides its budget for: 16 bytes (a UUID, an
+// 8-byte id with a prefix).
+const splitKeyBytes = 16
+
+// slotOf returns where hash h starts probing in a table of n slots (Lemire's multiply-shift
+// reduction: any n, no modulo).
+func slotOf(h uint64, n int) int {
+	hi, _ := bits.Mul64(h, uint64(n))
+	return int(hi)
 }
 
 // Len returns the number of keys held.
@@ -82,8 +96,11 @@ func (m *OffsetMap) Fits(keys, keyBytes int) bool {
 
 // find returns the index of key's slot, or of the empty slot where it would go.
 func (m *OffsetMap) find(key []byte, h uint64) int {
-	mask := len(m.slots) - 1
-	for i := int(h) & mask; ; i = (i + 1) & mask {
+	n := len(m.slots)
+	for i := slotOf(h, n); ; i++ {
+		if i == n {
+			i = 0
+		}
 		s := &m.slots[i]
 		if s.keyLen == 0 {
 			return i
@@ -140,17 +157,18 @@ func (m *OffsetMap) Put(key []byte, offset int64) bool {
 
 // grow doubles the table (Fits has made sure the largest one has room).
 func (m *OffsetMap) grow() {
-	n := max(2*len(m.slots), min(minSlots, m.maxSlots))
+	n := min(max(2*len(m.slots), minSlots), m.maxSlots)
 	old := m.slots
 	m.slots = make([]slot, n)
-	mask := n - 1
 	for _, s := range old {
 		if s.keyLen == 0 {
 			continue
 		}
-		i := int(s.hash) & mask
+		i := slotOf(s.hash, n)
 		for m.slots[i].keyLen != 0 {
-			i = (i + 1) & mask
+			if i++; i == n {
+				i = 0
+			}
 		}
 		m.slots[i] = s
 	}
