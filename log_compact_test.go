@@ -1,6 +1,7 @@
 package commitlog
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -810,4 +811,33 @@ func TestCompactedSegmentReadByKmsg(t *testing.T) {
 	}
 	require.Equal(t, wantOffsets, offsets)
 	require.Less(t, len(offsets), int(point)/2, "the cleaned segments have gaps")
+}
+
+// TestCompactKeepsHeldSegment: a read holding a segment (a BatchRange, a broker's zero-copy
+// fetch) when a clean replaces it reads the old bytes whole, from the retired files; they are
+// deleted once it closes.
+func TestCompactKeepsHeldSegment(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		clock := newRepClock()
+		cfg := compactConfig()
+		cfg.FileDeleteDelay = -1
+		l := openTestLog(t, fsy, t.TempDir(), cfg, WithClock(clock.Now))
+		for i := range 60 {
+			appendKeyed(t, l, clock.Now(), keyed{key: fmt.Sprintf("k%d", i%3), value: []byte("value-value-value")})
+		}
+		before, err := l.ReadBatches(nil, 0, 1<<20)
+		require.NoError(t, err)
+		r, err := l.ReadRange(0, 1<<20)
+		require.NoError(t, err)
+		res, err := l.Compact(context.Background())
+		require.NoError(t, err)
+		require.Positive(t, res.SegmentsBefore)
+		require.True(t, fsExists(t, fsy, segPath(l.Dir(), 0, logSuffix+deletedSuffix)), "the held segment's files wait for its reader")
+		var buf bytes.Buffer
+		_, err = r.WriteTo(&buf)
+		require.NoError(t, err)
+		require.Equal(t, before[:buf.Len()], buf.Bytes(), "the old bytes, whole")
+		require.NoError(t, r.Close())
+		require.False(t, fsExists(t, fsy, segPath(l.Dir(), 0, logSuffix+deletedSuffix)), "deleted once the range is closed")
+	})
 }
