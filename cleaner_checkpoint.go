@@ -98,24 +98,11 @@ func decodeOffsetCheckpoint(b []byte) (map[topicPartition]int64, error) {
 // readCleanerCheckpoint reads the cleaner-offset-checkpoint of the store in dir: an empty map
 // when there is none.
 func readCleanerCheckpoint(fsy fsys.FS, dir string) (map[topicPartition]int64, error) {
-	name := filepath.Join(dir, cleanerCheckpointName)
-	f, err := fsy.OpenFile(name, 0, 0)
+	b, err := readWholeFile(fsy, filepath.Join(dir, cleanerCheckpointName), maxCheckpointBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[topicPartition]int64{}, nil
 	}
 	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	if size > maxCheckpointBytes {
-		return nil, fmt.Errorf("%w: %s: %d bytes, more than %d", ErrCorrupt, name, size, maxCheckpointBytes)
-	}
-	b := make([]byte, size)
-	if n, err := f.ReadAt(b, 0); n < len(b) {
 		return nil, err
 	}
 	return decodeOffsetCheckpoint(b)

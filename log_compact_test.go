@@ -49,6 +49,18 @@ func scanKeyed(t *testing.T, l *Log) []keyed {
 	return out
 }
 
+// recordsOfKey returns the records of l with key, from its log start offset.
+func recordsOfKey(t *testing.T, l *Log, key string) []keyed {
+	t.Helper()
+	var out []keyed
+	for _, r := range scanKeyed(t, l) {
+		if r.key == key {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 func cloneOrNil(b []byte) []byte {
 	if b == nil {
 		return nil
@@ -337,13 +349,7 @@ func TestCompactTombstoneForSlowReader(t *testing.T) {
 		_, err := l.Compact(context.Background())
 		require.NoError(t, err)
 		// A reader that was behind (at offset 0) sees no value of "gone", then its delete.
-		var gone []keyed
-		for _, r := range scanKeyed(t, l) {
-			if r.key == "gone" {
-				gone = append(gone, r)
-			}
-		}
-		require.Equal(t, []keyed{tomb}, gone)
+		require.Equal(t, []keyed{tomb}, recordsOfKey(t, l, "gone"))
 
 		clock.Advance(2*time.Hour - time.Millisecond)
 		require.False(t, l.CompactionState().Due, "horizon not reached")
@@ -356,9 +362,7 @@ func TestCompactTombstoneForSlowReader(t *testing.T) {
 		res, err := l.Compact(context.Background())
 		require.NoError(t, err)
 		require.Equal(t, 1, res.Passes)
-		for _, r := range scanKeyed(t, l) {
-			require.NotEqual(t, "gone", r.key, "the tombstone is removed after its horizon")
-		}
+		require.Empty(t, recordsOfKey(t, l, "gone"), "the tombstone is removed after its horizon")
 		require.False(t, l.CompactionState().Due, "nothing left to remove")
 	})
 }
@@ -377,13 +381,7 @@ func TestCompactKeyDeletedAndAddedAgain(t *testing.T) {
 		}
 		_, err := l.Compact(context.Background())
 		require.NoError(t, err)
-		var ks []keyed
-		for _, r := range scanKeyed(t, l) {
-			if r.key == "k" {
-				ks = append(ks, r)
-			}
-		}
-		require.Equal(t, []keyed{again}, ks)
+		require.Equal(t, []keyed{again}, recordsOfKey(t, l, "k"))
 	})
 }
 
