@@ -3,6 +3,7 @@ package cleaner
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -131,7 +132,7 @@ func TestFilterBatch(t *testing.T) {
 			rules: Rules{Map: mapOf(t, "a", 5, "b", 6), KeepEmpty: keepAll},
 			want: want{
 				res:           Result{Kept: true, RecordsRead: 2, LastOffset: 1, MaxTimestamp: 1003, DeleteHorizon: -1},
-				baseTimestamp: 1003, lastOffsetDelta: 1,
+				baseTimestamp: -1, lastOffsetDelta: 1, // Kafka's writeEmptyHeader: NO_TIMESTAMP
 			},
 		},
 	}
@@ -246,7 +247,7 @@ func TestFilterEmptyBatchHeader(t *testing.T) {
 	require.Equal(t, recordbatch.CodecNone, eh.Attributes.Codec())
 	require.True(t, eh.Attributes.Transactional())
 	require.False(t, eh.Attributes.HasDeleteHorizon())
-	require.Equal(t, int64(3000), eh.BaseTimestamp)
+	require.Equal(t, int64(-1), eh.BaseTimestamp, "Kafka's writeEmptyHeader writes NO_TIMESTAMP")
 	require.Equal(t, int64(3000), eh.MaxTimestamp)
 }
 
@@ -383,4 +384,44 @@ func TestFilterKafkaDecodes(t *testing.T) {
 		{first: 10, lastDelta: 0, numRecords: 0, attrs: 0, producer: 42, epoch: 2, seq: 17},
 		{first: 11, lastDelta: 1, numRecords: 2, attrs: 0, producer: -1, epoch: -1, seq: -1, offsets: []int64{11, 12}, values: []string{"b11", "d12"}},
 	}, got)
+}
+
+// TestFilterRebuiltRecordAttributes: a rebuilt batch's records have attributes 0, as Kafka's
+// MemoryRecordsBuilder writes them (the byte is unused), whatever the input held.
+func TestFilterRebuiltRecordAttributes(t *testing.T) {
+	var bl recordbatch.Builder
+	bl.Reset(header(0))
+	bl.AddRecord(recordbatch.Record{Attributes: 5, OffsetDelta: 0, Key: b("a"), Value: b("1")})
+	bl.AddRecord(recordbatch.Record{Attributes: 7, OffsetDelta: 1, TimestampDelta: 1, Key: b("b"), Value: b("2")})
+	in, err := bl.Finish()
+	require.NoError(t, err)
+	in = append([]byte(nil), in...)
+	var f Filter
+	out, res, err := f.Batch(nil, in, &Rules{Map: mapOf(t, "a", 5, "b", 1)})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.RecordsKept)
+	bt, err := recordbatch.Decode(out, recordbatch.Limits{})
+	require.NoError(t, err)
+	var attrs []int8
+	for r := range bt.Records() {
+		attrs = append(attrs, r.Attributes)
+	}
+	require.Equal(t, []int8{0}, attrs)
+}
+
+// TestFilterHorizonSaturates: delete.retention.ms of Long.MAX_VALUE ("for ever") holds the
+// horizon at math.MaxInt64 rather than wrapping it into the past, which would delete at once.
+func TestFilterHorizonSaturates(t *testing.T) {
+	in := build(t, header(0), rec{0, 1000, b("a"), nil})
+	var f Filter
+	out, res, err := f.Batch(nil, in, &Rules{Map: mapOf(t, "a", 0), Now: 5000, DeleteRetention: math.MaxInt64})
+	require.NoError(t, err)
+	require.Equal(t, int64(math.MaxInt64), res.DeleteHorizon)
+	h, recs := decodeAll(t, out)
+	require.Equal(t, int64(math.MaxInt64), h.BaseTimestamp)
+	require.Equal(t, []decoded{{0, 1000, b("a"), nil}}, recs)
+	_, res, err = f.Batch(nil, out, &Rules{Map: mapOf(t, "a", 0), Now: 1 << 62})
+	require.NoError(t, err)
+	require.True(t, res.Original)
+	require.Equal(t, 1, res.Tombstones)
 }
