@@ -1,6 +1,8 @@
 package cleaner
 
 import (
+	"math"
+
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
 
@@ -103,12 +105,13 @@ func (f *Filter) Batch(dst, batch []byte, r *Rules) ([]byte, Result, error) {
 			return dst, res, nil
 		}
 		// Kafka's MemoryRecords.writeEmptyHeader: no records, no codec, the batch's last
-		// offset, producer fields, leader epoch, timestamp type and transactional bit, and its
-		// max timestamp as both timestamps.
+		// offset, producer fields, leader epoch, timestamp type and transactional bit, its max
+		// timestamp, and -1 as the base timestamp (DefaultRecordBatch: "If the batch is empty,
+		// the BaseTimestamp will be set to -1").
 		eh := h
 		eh.Attributes = h.Attributes.WithCodec(recordbatch.CodecNone).WithDeleteHorizon(false)
 		f.bld.Reset(eh)
-		f.bld.SetHeaderFields(h.LastOffsetDelta, h.MaxTimestamp, h.MaxTimestamp)
+		f.bld.SetHeaderFields(h.LastOffsetDelta, -1, h.MaxTimestamp)
 		out, err := f.bld.Finish()
 		if err != nil {
 			return dst, Result{}, err
@@ -125,7 +128,7 @@ func (f *Filter) Batch(dst, batch []byte, r *Rules) ([]byte, Result, error) {
 	case hasHorizon:
 		base = horizon
 	case tombstones > 0:
-		base = r.Now + max(r.DeleteRetention, 0)
+		base = horizonAt(r.Now, r.DeleteRetention)
 		nh.Attributes = nh.Attributes.WithDeleteHorizon(true)
 		res.DeleteHorizon = base
 	}
@@ -142,6 +145,7 @@ func (f *Filter) Batch(dst, batch []byte, r *Rules) ([]byte, Result, error) {
 			maxTS = max(maxTS, ts)
 		}
 		rec.TimestampDelta = ts - base
+		rec.Attributes = 0 // Kafka's builder writes 0: the byte is unused
 		f.bld.AddRecord(rec)
 	}
 	f.bld.SetHeaderFields(h.LastOffsetDelta, base, maxTS)
@@ -151,4 +155,14 @@ func (f *Filter) Batch(dst, batch []byte, r *Rules) ([]byte, Result, error) {
 	}
 	res.Kept, res.MaxTimestamp = true, maxTS
 	return append(dst, out...), res, nil
+}
+
+// horizonAt returns now + retention ms, retention taken as 0 when negative and the sum held at
+// math.MaxInt64 rather than wrapped: delete.retention.ms may be Long.MAX_VALUE, "for ever".
+func horizonAt(now, retention int64) int64 {
+	retention = max(retention, 0)
+	if now > 0 && retention > math.MaxInt64-now {
+		return math.MaxInt64
+	}
+	return now + retention
 }
