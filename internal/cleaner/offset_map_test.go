@@ -56,12 +56,31 @@ func TestOffsetMapPutRaisesNeverLowers(t *testing.T) {
 	require.Equal(t, int64(20), m.LatestOffset())
 }
 
-func TestOffsetMapFullRefuses(t *testing.T) {
-	m := NewOffsetMap(4 << 10) // 64 slots (57 keys), 2560 bytes of keys
-	n := 0
-	for ; m.Put([]byte(fmt.Sprintf("key-%04d", n)), int64(n)); n++ {
+// capacity returns the most keys and key bytes an empty map of memory bytes says Fits.
+func capacity(memory int) (keys, keyBytes int) {
+	m := NewOffsetMap(memory)
+	for m.Fits(keys+1, 0) {
+		keys++
 	}
-	require.Equal(t, 57, n, "64 slots filled to LoadFactor")
+	for m.Fits(1, keyBytes+1) {
+		keyBytes++
+	}
+	return keys, keyBytes
+}
+
+func TestOffsetMapFullRefuses(t *testing.T) {
+	m := NewOffsetMap(4 << 10)
+	keys, _ := capacity(4 << 10)
+	n := 0
+	for ; ; n++ {
+		k := []byte(fmt.Sprintf("key-%04d", n))
+		fits := m.Fits(1, len(k))
+		require.Equal(t, fits, m.Put(k, int64(n)), "Put adds exactly when Fits says so")
+		if !fits {
+			break
+		}
+	}
+	require.Equal(t, keys, n, "the table filled to LoadFactor")
 	require.Equal(t, n, m.Len())
 	require.False(t, m.Fits(1, 0))
 	require.True(t, m.Fits(0, 0))
@@ -82,35 +101,40 @@ func TestOffsetMapFullRefuses(t *testing.T) {
 	off, _ := m.Get(b("key-0000"))
 	require.Equal(t, int64(500), off)
 	require.Equal(t, n, m.Len())
+	require.LessOrEqual(t, m.MemoryBytes(), 4<<10)
 }
 
 func TestOffsetMapFullArenaRefuses(t *testing.T) {
-	m := NewOffsetMap(4 << 10) // 2560 bytes of keys
-	big := make([]byte, 1000)
-	big[0] = 1
+	m := NewOffsetMap(4 << 10)
+	_, arena := capacity(4 << 10)
+	require.Greater(t, arena, 1000)
+	big := make([]byte, arena-10)
 	require.True(t, m.Put(big, 1))
-	big[0] = 2
-	require.True(t, m.Put(big, 2))
-	require.True(t, m.Fits(1, 560))
-	require.False(t, m.Fits(1, 561))
-	big[0] = 3
-	require.False(t, m.Put(big, 3))
+	require.True(t, m.Fits(1, 10))
+	require.False(t, m.Fits(1, 11))
+	require.False(t, m.Put(b("eleven byte"), 2))
+	require.Equal(t, 1, m.Len())
+	require.True(t, m.Put(b("ten bytes!"), 3))
+	require.False(t, m.Put(b("x"), 4))
 	require.Equal(t, 2, m.Len())
-	require.True(t, m.Put(big[:560], 4))
-	require.False(t, m.Put(b("x"), 5))
+	require.True(t, m.Put(b(""), 5), "an empty key takes no arena")
 	require.Equal(t, 3, m.Len())
 	require.LessOrEqual(t, m.MemoryBytes(), 4<<10)
 }
 
 func TestOffsetMapFits(t *testing.T) {
+	keys, arena := capacity(4 << 10)
+	require.Positive(t, keys)
+	// The budget holds the table and the arena: at 24 bytes a slot, filled to LoadFactor.
+	require.LessOrEqual(t, int(float64(keys)/LoadFactor)*24+arena, 4<<10)
 	m := NewOffsetMap(4 << 10)
-	require.True(t, m.Fits(57, 2560))
-	require.False(t, m.Fits(58, 0))
-	require.False(t, m.Fits(1, 2561))
+	require.True(t, m.Fits(keys, arena))
+	require.False(t, m.Fits(keys+1, 0))
+	require.False(t, m.Fits(1, arena+1))
 	require.True(t, m.Put(b("abc"), 0))
-	require.True(t, m.Fits(56, 2557))
-	require.False(t, m.Fits(57, 0))
-	require.False(t, m.Fits(1, 2558))
+	require.True(t, m.Fits(keys-1, arena-3))
+	require.False(t, m.Fits(keys, 0))
+	require.False(t, m.Fits(1, arena-2))
 }
 
 func TestOffsetMapReset(t *testing.T) {
@@ -175,14 +199,22 @@ func TestOffsetMapMemoryWithinBudget(t *testing.T) {
 	}
 }
 
-// TestOffsetMapCollidingKeys puts keys whose xxhash share the low bits a 64-slot table probes
-// from: they all start at slot 0 and must stay distinct, each with its own offset.
+// collides reports whether key's xxhash probes from slot 0 of a small table, whether the slot
+// is taken from the hash's low bits (h & (n-1), n a power of two up to 64) or its high ones
+// (multiply-shift, n up to 128).
+func collides(k []byte) bool {
+	h := xxhash.Sum64(k)
+	return h&63 == 0 && h>>57 == 0
+}
+
+// TestOffsetMapCollidingKeys puts keys whose xxhash all probe from the same slot of a 4 KiB
+// map's table: they must stay distinct, each with its own offset.
 func TestOffsetMapCollidingKeys(t *testing.T) {
-	m := NewOffsetMap(4 << 10) // 64 slots
+	m := NewOffsetMap(4 << 10)
 	var keys [][]byte
 	for i := 0; len(keys) < 40; i++ {
 		k := []byte(fmt.Sprintf("c%d", i))
-		if xxhash.Sum64(k)&63 == 0 {
+		if collides(k) {
 			keys = append(keys, k)
 		}
 	}
@@ -208,7 +240,7 @@ func TestOffsetMapCollidingKeys(t *testing.T) {
 	// A key colliding with them but not put is absent.
 	for i := 0; ; i++ {
 		k := []byte(fmt.Sprintf("absent%d", i))
-		if xxhash.Sum64(k)&63 == 0 {
+		if collides(k) {
 			_, ok := m.Get(k)
 			require.False(t, ok)
 			break
@@ -258,16 +290,17 @@ func TestOffsetMapAddBatch(t *testing.T) {
 	})
 
 	t.Run("all or nothing", func(t *testing.T) {
-		m := NewOffsetMap(4 << 10) // 57 keys
-		for i := range 55 {
+		m := NewOffsetMap(4 << 10)
+		keys, _ := capacity(4 << 10)
+		for i := range keys - 2 {
 			require.True(t, m.Put([]byte(fmt.Sprint("held", i)), int64(i)))
 		}
 		three := build(t, header(100), rec{0, 1, b("x"), b("1")}, rec{1, 1, b("y"), b("1")}, rec{2, 1, b("z"), b("1")})
 		added, err := m.AddBatch(&d, three)
 		require.NoError(t, err)
 		require.False(t, added)
-		require.Equal(t, 55, m.Len())
-		require.Equal(t, int64(54), m.LatestOffset())
+		require.Equal(t, keys-2, m.Len())
+		require.Equal(t, int64(keys-3), m.LatestOffset())
 		for _, k := range []string{"x", "y", "z"} {
 			_, ok := m.Get(b(k))
 			require.False(t, ok, k)
@@ -276,7 +309,7 @@ func TestOffsetMapAddBatch(t *testing.T) {
 		added, err = m.AddBatch(&d, two)
 		require.NoError(t, err)
 		require.True(t, added)
-		require.Equal(t, 57, m.Len())
+		require.Equal(t, keys, m.Len())
 		require.Equal(t, int64(101), m.LatestOffset())
 	})
 
