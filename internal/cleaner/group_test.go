@@ -77,8 +77,8 @@ func TestGroupBySize(t *testing.T) {
 			want: [][]int64{{100, 1001}, {101 + math.MaxInt32, 102 + math.MaxInt32}},
 		},
 		{
-			name: "an empty segment skips the offset range check",
-			segs: []SegmentSpan{seg(0, 1, 10), seg(11, 0, 10+2*math.MaxInt32), seg(11+2*math.MaxInt32, 1, 20+2*math.MaxInt32)},
+			name:    "an empty segment skips the offset range check",
+			segs:    []SegmentSpan{seg(0, 1, 10), seg(11, 0, 10+2*math.MaxInt32), seg(11+2*math.MaxInt32, 1, 20+2*math.MaxInt32)},
 			maxSize: 1000, maxIndex: 1000,
 			want: [][]int64{{0, 11}, {11 + 2*math.MaxInt32}},
 		},
