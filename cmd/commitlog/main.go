@@ -1,11 +1,13 @@
 // Command commitlog is the operator's tool for a commitlog store (a Kafka-style log directory):
 // it produces records from files or standard input, consumes them with kcat-style formats, lists
-// topics with their readers' lag, dumps segment and index files as Kafka's kafka-dump-log does,
-// and verifies every segment and index of a store without changing anything.
+// topics with their readers' lag and compaction state, compacts topics on demand, dumps segment
+// and index files as Kafka's kafka-dump-log does, and verifies every segment and index of a
+// store without changing anything.
 //
 //	commitlog produce --topic T [flags] [FILE...]   records from lines, JSON lines or CSV
 //	commitlog consume --topic T [flags]             records, formatted (%t %p %o %k %s %T %h)
-//	commitlog topics [TOPIC...]                     offsets, sizes, segments, readers' lag
+//	commitlog topics [TOPIC...]                     offsets, sizes, segments, compaction, readers' lag
+//	commitlog compact [TOPIC...]                    clean compacted topics now (cleanup.policy compact)
 //	commitlog dump [--records] FILE...              batches of .log files, entries of indexes
 //	commitlog verify                                every segment and index under --dir
 //
@@ -14,8 +16,8 @@
 // parse, an I/O error), 2 a usage error (a bad flag, argument or value); a produce stopped by
 // Ctrl-C exits 130 after saying what it acknowledged. Errors are one line on standard error.
 //
-// The store is held by one process at a time (a directory lock): consume, topics and produce
-// fail with a clear message while another process has it open; verify and dump only read
+// The store is held by one process at a time (a directory lock): consume, topics, compact and
+// produce fail with a clear message while another process has it open; verify and dump only read
 // files and run at any time.
 package main
 
@@ -164,14 +166,14 @@ error), 2 a usage error. Errors are one line on standard error.`,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return usageError("missing command: one of produce, consume, topics, dump, verify")
+			return usageError("missing command: one of produce, consume, topics, compact, dump, verify")
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.PersistentFlags().StringVar(&g.dir, "dir", defaultDir, "the store's directory")
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log informational events of the store (recovery, retention) to standard error")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
-	root.AddCommand(newProduceCommand(g), newConsumeCommand(g), newTopicsCommand(g), newDumpCommand(g), newVerifyCommand(g))
+	root.AddCommand(newProduceCommand(g), newConsumeCommand(g), newTopicsCommand(g), newCompactCommand(g), newDumpCommand(g), newVerifyCommand(g))
 	return root
 }
 

@@ -40,6 +40,13 @@ type produceFlags struct {
 	printOffsets   bool
 	batchRecords   int
 	batchBytes     string
+	// compaction
+	cleanupPolicy    string
+	dirtyRatio       float64
+	deleteRetention  string
+	minCompactionLag string
+	maxCompactionLag string
+	cleanerThreads   int
 }
 
 func newProduceCommand(g *globals) *cobra.Command {
@@ -75,7 +82,13 @@ terminal a progress bar shows while it runs.
 
 Retention runs while produce does (every 5 minutes, as Kafka's broker): a topic created with
 Kafka's default --retention 7d drops sealed segments whose records are all older than 7 days by
-their timestamps. For historical data give --retention forever.`,
+their timestamps. For historical data give --retention forever.
+
+Compaction (Kafka's cleanup.policy): a topic created with --cleanup-policy compact keeps at
+least the latest record of every key and removes older ones (compact,delete also deletes by
+retention); it refuses records without a key. While produce runs, --cleaner-threads background
+cleaners clean its partitions once their dirty ratio reaches --min-cleanable-dirty-ratio;
+'commitlog compact' cleans on demand.`,
 		Example: `  commitlog produce --topic flights --partitions 8 --format csv --key-field origin \
       --time-field time_ms flights-3m.csv.gz
   tail -f app.log | commitlog produce --topic app --sync interval
@@ -99,6 +112,12 @@ their timestamps. For historical data give --retention forever.`,
 	fl.BoolVar(&f.printOffsets, "print-offsets", false, `print "partition offset" for each record once it is acknowledged`)
 	fl.IntVar(&f.batchRecords, "batch-records", defaultBatchRecords, "most records per append, per partition of the topic")
 	fl.StringVar(&f.batchBytes, "batch-bytes", "1MiB", "most bytes of keys and values per append, per partition of the topic")
+	fl.StringVar(&f.cleanupPolicy, "cleanup-policy", "delete", "cleanup.policy of a new topic: delete, compact or compact,delete")
+	fl.Float64Var(&f.dirtyRatio, "min-cleanable-dirty-ratio", commitlog.DefaultMinCleanableDirtyRatio, "min.cleanable.dirty.ratio of a new topic: the dirty fraction, in (0, 1], at which the background cleaner cleans a partition")
+	fl.StringVar(&f.deleteRetention, "delete-retention", "24h", "delete.retention.ms of a new topic: how long a tombstone stays after the clean that first kept it (a duration, 0: removed by the next clean)")
+	fl.StringVar(&f.minCompactionLag, "min-compaction-lag", "0", "min.compaction.lag.ms of a new topic: records younger than this are not cleaned yet (a duration)")
+	fl.StringVar(&f.maxCompactionLag, "max-compaction-lag", "unlimited", "max.compaction.lag.ms of a new topic: a partition whose oldest dirty record is older is cleaned whatever its dirty ratio (a duration or unlimited)")
+	fl.IntVar(&f.cleanerThreads, "cleaner-threads", commitlog.DefaultCleanerThreads, "log.cleaner.threads: background cleaners of compacted topics while produce runs (0: none)")
 	cmd.MarkFlagRequired("topic")
 	return cmd
 }
@@ -110,6 +129,12 @@ type produceConfig struct {
 	topicCfg     commitlog.TopicConfig
 	batchRecords int
 	batchBytes   int
+	// cleanerThreads is log.cleaner.threads for the store while produce runs.
+	cleanerThreads int
+	// policy is the topic's cleanup.policy: when it compacts, a line without a key is an error
+	// (ErrKeylessRecord).
+	policy commitlog.CleanupPolicy
+	topic  string
 }
 
 func (f *produceFlags) check() (*produceConfig, error) {
@@ -173,8 +198,39 @@ func (f *produceFlags) check() (*produceConfig, error) {
 		return nil, usageError("--batch-bytes %q: want a size from 1 byte to 1GiB", f.batchBytes)
 	}
 	c.batchRecords, c.batchBytes = f.batchRecords, int(bb)
+	policy, err := commitlog.ParseCleanupPolicy(f.cleanupPolicy)
+	if err != nil {
+		return nil, usageError("--cleanup-policy %q: want delete, compact or compact,delete", f.cleanupPolicy)
+	}
+	if !(f.dirtyRatio > 0 && f.dirtyRatio <= 1) {
+		return nil, usageError("--min-cleanable-dirty-ratio %v: want a fraction above 0, at most 1", f.dirtyRatio)
+	}
+	delRet, err := parseLag(f.deleteRetention, false)
+	if err != nil {
+		return nil, usageError("--delete-retention: %v", err)
+	}
+	if delRet > 0 && delRet < time.Millisecond {
+		return nil, usageError("--delete-retention %q: want 0 or at least 1ms", f.deleteRetention)
+	}
+	if delRet == 0 {
+		delRet = -1 // Kafka's delete.retention.ms=0; LogConfig's 0 is the 24-hour default
+	}
+	minLag, err := parseLag(f.minCompactionLag, false)
+	if err != nil {
+		return nil, usageError("--min-compaction-lag: %v", err)
+	}
+	maxLag, err := parseLag(f.maxCompactionLag, true)
+	if err != nil {
+		return nil, usageError("--max-compaction-lag: %v", err)
+	}
+	if maxLag > 0 && maxLag < time.Millisecond {
+		return nil, usageError("--max-compaction-lag %q: want at least 1ms, or unlimited", f.maxCompactionLag)
+	}
+	c.cleanerThreads = f.cleanerThreads
 	c.topicCfg = commitlog.TopicConfig{Partitions: f.partitions, LogConfig: commitlog.LogConfig{
 		SegmentBytes: seg, Compression: comp, RetentionDuration: ret, RetentionBytes: retBytes,
+		CleanupPolicy: policy, MinCleanableDirtyRatio: f.dirtyRatio, DeleteRetention: delRet,
+		MinCompactionLag: minLag, MaxCompactionLag: maxLag,
 	}}
 	return c, nil
 }
@@ -224,7 +280,7 @@ func produce(cmd *cobra.Command, g *globals, f *produceFlags, args []string) err
 			in.close()
 		}
 	}()
-	s, err := g.openStore(true, commitlog.WithSync(cfg.sync))
+	s, err := g.openStore(true, commitlog.WithSync(cfg.sync), commitlog.WithCleanerThreads(cfg.cleanerThreads))
 	if err != nil {
 		return err
 	}
@@ -241,6 +297,7 @@ func produce(cmd *cobra.Command, g *globals, f *produceFlags, args []string) err
 	if err != nil {
 		return err
 	}
+	cfg.policy, cfg.topic = t.Config().CleanupPolicy, t.Name()
 	n := int(t.PartitionCount())
 	cfg.batchRecords = min(cfg.batchRecords*n, 1<<20)
 	cfg.batchBytes = min(cfg.batchBytes*n, 1<<30)
@@ -375,9 +432,14 @@ func warnKeptConfig(g *globals, cmd *cobra.Command, t *commitlog.Topic, want com
 	check("compression", have.Compression == want.Compression)
 	check("retention", have.RetentionDuration == want.RetentionDuration || have.RetentionDuration < 0 && want.RetentionDuration < 0)
 	check("retention-bytes", have.RetentionBytes == want.RetentionBytes || have.RetentionBytes < 0 && want.RetentionBytes < 0)
+	check("cleanup-policy", have.CleanupPolicy == want.CleanupPolicy)
+	check("min-cleanable-dirty-ratio", have.MinCleanableDirtyRatio == want.MinCleanableDirtyRatio)
+	check("delete-retention", have.DeleteRetention == want.DeleteRetention || have.DeleteRetention < 0 && want.DeleteRetention < 0)
+	check("min-compaction-lag", have.MinCompactionLag == want.MinCompactionLag)
+	check("max-compaction-lag", have.MaxCompactionLag == want.MaxCompactionLag)
 	if len(differ) > 0 {
-		fmt.Fprintf(g.io.err, "commitlog produce: topic %s exists (%d partitions, %s, segment.bytes %d); its stored configuration is kept, %s ignored\n",
-			t.Name(), have.Partitions, have.Compression, have.SegmentBytes, strings.Join(differ, ", "))
+		fmt.Fprintf(g.io.err, "commitlog produce: topic %s exists (%d partitions, %s, segment.bytes %d, cleanup.policy %s); its stored configuration is kept, %s ignored\n",
+			t.Name(), have.Partitions, have.Compression, have.SegmentBytes, have.CleanupPolicy, strings.Join(differ, ", "))
 	}
 }
 
@@ -429,10 +491,16 @@ func readInputs(ctx context.Context, ins []*input, cfg *produceConfig, maxLine i
 			if err == nil {
 				var skip bool
 				skip, err = parser.parse(line, &p)
-				if err != nil {
+				switch {
+				case err != nil:
 					err = fmt.Errorf("%s:%d: %w", lr.name, lr.line, err)
-				} else if skip {
+				case skip:
 					continue
+				case cfg.policy.Compact() && p.key == nil:
+					// Refused here, with its line, rather than by the append of its batch: the
+					// records before it are appended, as before a line that does not parse.
+					err = &keylessError{fmt.Sprintf("%s:%d: a record without a key, which topic %s refuses (cleanup.policy %s keeps the latest record of every key)",
+						lr.name, lr.line, cfg.topic, cfg.policy)}
 				}
 			}
 			if err != nil {
@@ -453,3 +521,10 @@ func readInputs(ctx context.Context, ins []*input, cfg *produceConfig, maxLine i
 	}
 	send()
 }
+
+// keylessError is a line without a key for a compacted topic: commitlog.ErrKeylessRecord, with
+// the line's place in its message.
+type keylessError struct{ msg string }
+
+func (e *keylessError) Error() string { return e.msg }
+func (e *keylessError) Unwrap() error { return commitlog.ErrKeylessRecord }

@@ -14,7 +14,7 @@ import (
 
 // openStore opens the store in g.dir. Unless create is set, a missing directory is an error
 // rather than a new, empty store. Commands that only read turn the background retention check
-// off: reading never deletes records.
+// and the background log cleaner off: reading never deletes records.
 func (g *globals) openStore(create bool, opts ...commitlog.Option) (*commitlog.Store, error) {
 	if !create {
 		info, err := os.Stat(g.dir)
@@ -27,7 +27,7 @@ func (g *globals) openStore(create bool, opts ...commitlog.Option) (*commitlog.S
 		if !info.IsDir() {
 			return nil, fmt.Errorf("%s is not a directory", g.dir)
 		}
-		opts = append(opts, commitlog.WithRetentionCheckInterval(-1))
+		opts = append(opts, commitlog.WithRetentionCheckInterval(-1), commitlog.WithCleanerThreads(0))
 	}
 	opts = append([]commitlog.Option{commitlog.WithLogger(g.logger())}, opts...)
 	s, err := commitlog.Open(g.dir, opts...)
@@ -93,6 +93,35 @@ func parseRetention(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
 		return 0, fmt.Errorf("%q is not a retention time (like 7d, 36h, or forever)", s)
+	}
+	return d, nil
+}
+
+// parseLag reads a compaction time (min.compaction.lag.ms, max.compaction.lag.ms,
+// delete.retention.ms): a Go duration ("36h", "90m", "0"), or a number of days ("7d"); with
+// unlimited, also "unlimited", "forever" or "-1", returned as 0 (LogConfig's "no limit").
+func parseLag(s string, unlimited bool) (time.Duration, error) {
+	t := strings.TrimSpace(s)
+	want := "like 0, 90m, 36h or 7d"
+	if unlimited {
+		want += ", or unlimited"
+		switch t {
+		case "unlimited", "forever", "infinite", "-1":
+			return 0, nil
+		}
+	}
+	if t == "0" {
+		return 0, nil
+	}
+	if days, ok := strings.CutSuffix(t, "d"); ok {
+		n, err := strconv.ParseFloat(days, 64)
+		if err == nil && n >= 0 && n < 1e6 {
+			return time.Duration(n * float64(24*time.Hour)), nil
+		}
+	}
+	d, err := time.ParseDuration(t)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not a duration (%s)", s, want)
 	}
 	return d, nil
 }

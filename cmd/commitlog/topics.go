@@ -15,12 +15,15 @@ import (
 func newTopicsCommand(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "topics [TOPIC...]",
-		Short: "List topics: per partition, offsets, size, segments and each named reader's lag",
+		Short: "List topics: per partition, offsets, size, segments, compaction and each named reader's lag",
 		Long: `List the store's topics (or those named): per partition, the log start offset (the oldest
 record kept), the end offset (the next record's), the bytes of its segments, the number of
-segments, and for each named reader that committed positions in the topic its lag: how many
-records lie between its committed position and the end. The store must not be open in another
-process.`,
+segments, the topic's cleanup.policy (delete, compact or compact,delete), for a compacted topic
+the partition's cleaner point (the first offset not yet cleaned) and dirty ratio (the share of
+its cleanable bytes at or past the cleaner point, which the background cleaner compares with
+min.cleanable.dirty.ratio), and for each named reader that committed positions in the topic its
+lag: how many records lie between its committed position and the end (offsets a compaction
+removed count too). The store must not be open in another process.`,
 		RunE: runE(func(cmd *cobra.Command, args []string) error { return topics(g, args) }),
 	}
 }
@@ -60,8 +63,9 @@ func topics(g *globals, names []string) error {
 		return nil
 	}
 	w := tabwriter.NewWriter(g.io.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "TOPIC\tPARTITION\tSTART\tEND\tSIZE\tSEGMENTS\tREADERS (lag)")
+	fmt.Fprintln(w, "TOPIC\tPARTITION\tSTART\tEND\tSIZE\tSEGMENTS\tPOLICY\tCLEANER POINT\tDIRTY RATIO\tREADERS (lag)")
 	for _, t := range ts {
+		policy := t.Config().CleanupPolicy
 		for id := range t.PartitionCount() {
 			p, _ := t.Partition(id)
 			end := p.HighWatermark()
@@ -77,7 +81,13 @@ func topics(g *globals, names []string) error {
 			if len(lags) > 0 {
 				readerCol = strings.Join(lags, " ")
 			}
-			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", t.Name(), id, p.LogStartOffset(), end, p.Size(), p.SegmentCount(), readerCol)
+			point, ratio := "-", "-"
+			if policy.Compact() {
+				st := p.CompactionState()
+				point, ratio = strconv.FormatInt(st.CleanerPoint, 10), strconv.FormatFloat(st.DirtyRatio, 'f', 2, 64)
+			}
+			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", t.Name(), id, p.LogStartOffset(), end, p.Size(), p.SegmentCount(),
+				policy, point, ratio, readerCol)
 		}
 	}
 	return w.Flush()
