@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -321,7 +320,7 @@ func (l *Log) cleanPass(ctx context.Context, m *cleaner.OffsetMap, now time.Time
 		KeepEmpty: func(h *recordbatch.Header) bool {
 			return h.ProducerID >= 0 && last[h.ProducerID] == h.LastOffset()
 		},
-		Limits: recordbatch.Limits{MaxBatchSize: l.segmentMaxBatch(), MaxDecompressedSize: l.cfg.readDecompressLimit()}}
+		Limits: recordbatch.Limits{MaxBatchSize: l.segCfg.MaxBatchSize(), MaxDecompressedSize: l.cfg.readDecompressLimit()}}
 
 	// The segments to copy: every one from the log start that holds offsets below end.
 	var spans []cleaner.SegmentSpan
@@ -372,47 +371,27 @@ func (l *Log) cleanPass(ctx context.Context, m *cleaner.OffsetMap, now time.Time
 	return r, end < p.uncleanable, nil
 }
 
-// segmentMaxBatch bounds the length of a batch read back from a segment: the larger of
-// max.message.bytes and segment.bytes, as the segments' own reads do.
-func (l *Log) segmentMaxBatch() int {
-	return int(max(int64(l.cfg.MaxMessageBytes), min(l.cfg.SegmentBytes, math.MaxInt32)))
-}
-
 // batchesOf calls fn with each whole batch of s (acquired by the caller) from its start to its
-// size, until fn returns false or an error; it opens s's files if the cache closed them.
+// size (segment.Segment.EachBatch), until fn returns false or an error; it opens s's files if
+// the cache closed them, and checks ctx every 64 batches. A batch fn finds damaged (its decode
+// fails) is ErrCorrupt naming the segment and the position.
 func (l *Log) batchesOf(ctx context.Context, s *segment.Segment, buf *[]byte, fn func(batch []byte) (bool, error)) error {
 	if err := l.openForRead(s); err != nil {
 		return err
 	}
-	br := cleaner.NewBatchReader(s.File(), 0, s.Size(), l.segmentMaxBatch(), *buf)
-	defer func() { *buf = br.Buffer() }()
-	for n := 0; ; n++ {
-		if n%64 == 0 {
+	n := 0
+	return s.EachBatch(buf, func(pos int64, b []byte) (bool, error) {
+		if n++; n%64 == 1 {
 			if err := ctx.Err(); err != nil {
-				return err
+				return false, err
 			}
-		}
-		b, pos, err := br.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			if errors.Is(err, recordbatch.ErrCorrupt) {
-				return fmt.Errorf("%w: clean %s at position %d: %w", ErrCorrupt, s.Path(segment.LogSuffix), pos, err)
-			}
-			return fmt.Errorf("commitlog: clean %s: %w", s.Path(segment.LogSuffix), err)
 		}
 		ok, err := fn(b)
-		if err != nil {
-			if errors.Is(err, recordbatch.ErrCorrupt) || errors.Is(err, recordbatch.ErrShort) {
-				return fmt.Errorf("%w: clean %s at position %d: %w", ErrCorrupt, s.Path(segment.LogSuffix), pos, err)
-			}
-			return err
+		if errors.Is(err, recordbatch.ErrCorrupt) || errors.Is(err, recordbatch.ErrShort) {
+			err = fmt.Errorf("%w: clean %s at position %d: %w", ErrCorrupt, s.Path(segment.LogSuffix), pos, err)
 		}
-		if !ok {
-			return nil
-		}
-	}
+		return ok, err
+	})
 }
 
 // buildOffsetMap puts the keys of the dirty batches of p into m (Kafka's Cleaner.buildOffsetMap)
@@ -422,7 +401,7 @@ func (l *Log) batchesOf(ctx context.Context, s *segment.Segment, buf *[]byte, fn
 func (l *Log) buildOffsetMap(ctx context.Context, p cleanPlan, m *cleaner.OffsetMap) (end int64, read int64, err error) {
 	end = p.uncleanable
 	var dec recordbatch.Decoder
-	dec.Limits = recordbatch.Limits{MaxBatchSize: l.segmentMaxBatch(), MaxDecompressedSize: l.cfg.readDecompressLimit()}
+	dec.Limits = recordbatch.Limits{MaxBatchSize: l.segCfg.MaxBatchSize(), MaxDecompressedSize: l.cfg.readDecompressLimit()}
 	var buf []byte
 	first := true
 	for i, s := range p.segs {

@@ -2,9 +2,8 @@
 // map of the keys of a log's dirty part (OffsetMap, Kafka's SkimpyOffsetMap), the filter that
 // copies a batch keeping what compaction keeps (Filter, Kafka's MemoryRecords.filterTo with
 // LogCleaner's RecordFilter), the grouping of segments into cleaned ones (GroupBySize, Kafka's
-// Cleaner.groupSegmentsBySize) and a sequential reader of a segment's batches (BatchReader). The
-// log (the root package's Log.Compact) plans a clean, reads the segments, writes the cleaned ones
-// and swaps them in.
+// Cleaner.groupSegmentsBySize). The log (the root package's Log.Compact) plans a clean, reads
+// the segments (segment.Segment.EachBatch), writes the cleaned ones and swaps them in.
 //
 // # What a clean keeps
 //

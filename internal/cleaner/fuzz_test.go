@@ -1,11 +1,8 @@
 package cleaner
 
 import (
-	"bytes"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -66,30 +63,6 @@ func FuzzFilterBatch(f *testing.F) {
 	})
 }
 
-// FuzzBatchReader reads arbitrary bytes as a segment: it never panics, and every batch it returns
-// starts where the last ended, holds at least a header and ends within the limit.
-func FuzzBatchReader(f *testing.F) {
-	f.Fuzz(func(t *testing.T, data []byte, cut uint16) {
-		limit := int64(len(data)) - int64(int(cut)%(len(data)+1))
-		br := NewBatchReader(bytes.NewReader(data), 0, limit, 1<<16, make([]byte, ReadChunk))
-		next := int64(0)
-		for {
-			p, pos, err := br.Next()
-			require.Equal(t, next, pos)
-			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					require.ErrorIs(t, err, recordbatch.ErrCorrupt)
-				}
-				return
-			}
-			require.GreaterOrEqual(t, len(p), recordbatch.HeaderSize)
-			require.LessOrEqual(t, pos+int64(len(p)), limit)
-			require.Equal(t, data[pos:pos+int64(len(p))], p)
-			next = pos + int64(len(p))
-		}
-	})
-}
-
 // TestFuzzCorpus checks that the committed seed corpora are what this generator makes (valid
 // batches under every codec, with tombstones, keyless records, offset gaps and a delete horizon),
 // and rewrites them when run with -gencorpus.
@@ -135,12 +108,4 @@ func TestFuzzCorpus(t *testing.T) {
 	for i, s := range seeds {
 		write("FuzzFilterBatch", i, q(s), q(b("a")), "int64(14)", q(b("b")), "int64(11)", "int64(2000)", "int64(100)", fmt.Sprintf("bool(%v)", i%2 == 0))
 	}
-	var seg []byte
-	for _, s := range seeds {
-		seg = append(seg, s...)
-	}
-	write("FuzzBatchReader", 0, q(seg), "uint16(0)")
-	write("FuzzBatchReader", 1, q(seg), "uint16(7)")
-	write("FuzzBatchReader", 2, q(seeds[1]), "uint16(0)")
-	write("FuzzBatchReader", 3, q(seeds[0][:40]), "uint16(0)")
 }

@@ -244,3 +244,35 @@ func (s *Segment) WalkHeaders(pos, limit, offset int64, fn func(pos int64, h *re
 		sc.skip(h)
 	}
 }
+
+// CopyChunk is the read-ahead of EachBatch, Kafka's log.cleaner.io.buffer.size (512 KiB).
+const CopyChunk = 512 << 10
+
+// EachBatch calls fn with the position and the bytes of every whole batch of the segment, in
+// order, from its start to its Size, until fn returns false or an error (which EachBatch
+// returns): the sequential read of a clean. Only the framing is checked (header, length within
+// the segment and the batch bound); the caller decodes, and so checks the CRC of, what it uses.
+// The bytes alias *buf, valid during the call; *buf is the read-ahead buffer, grown as needed
+// and left for the next call. Errors as for WalkHeaders, naming the segment's base offset.
+// Concurrency as for Read: the caller holds a reference with the files open.
+func (s *Segment) EachBatch(buf *[]byte, fn func(pos int64, batch []byte) (bool, error)) error {
+	sc := newScanner(s.file, 0, s.size.Load(), s.cfg.MaxBatchSize(), CopyChunk, *buf)
+	defer func() { *buf = sc.buf[:0] }()
+	for {
+		h, err := sc.header()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err == nil {
+			err = sc.fill(h.Size())
+		}
+		if err != nil {
+			return s.readError(sc.pos, s.baseOffset, err)
+		}
+		off := sc.pos - sc.bufStart
+		if ok, err := fn(sc.pos, sc.buf[off:off+int64(h.Size())]); !ok || err != nil {
+			return err
+		}
+		sc.skip(h)
+	}
+}

@@ -628,11 +628,14 @@ func (s *Segment) Remove() error {
 	return errors.Join(errs...)
 }
 
-// maxBatchSize bounds the length field of batches read from disk. A batch written under an
-// earlier, larger max.message.bytes must stay readable, so the bound is the larger of the
-// configured limit and the segment size limit.
-func (s *Segment) maxBatchSize() int {
-	return int(max(int64(s.cfg.MaxMessageBytes), min(s.cfg.SegmentBytes, 1<<31-1)))
+// maxBatchSize is s.cfg.MaxBatchSize().
+func (s *Segment) maxBatchSize() int { return s.cfg.MaxBatchSize() }
+
+// MaxBatchSize bounds the length field of batches read from disk, bytes. A batch written under
+// an earlier, larger max.message.bytes must stay readable, so the bound is the larger of
+// MaxMessageBytes and SegmentBytes (capped at 2^31-1).
+func (c *Config) MaxBatchSize() int {
+	return int(max(int64(c.MaxMessageBytes), min(c.SegmentBytes, 1<<31-1)))
 }
 
 // corruptError describes a bad batch in this segment.
