@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -140,64 +141,70 @@ type cleanPlan struct {
 	truncations []uint64           // their truncation counts then
 	active      *segment.Segment   // the active segment, for the producers' last batches
 	activeSize  int64
+	dirtyFrom   int                // the index in segs of the first segment holding offsets at or past firstDirty
 	firstDirty  int64
 	uncleanable int64
 	cleanBytes  int64
 	dirtyBytes  int64
 }
 
+// cleanerPointLocked returns the cleaner point as a clean takes it: a checkpoint below the log
+// start offset, or past the log end offset after a truncation, restarts at the log start offset
+// (Kafka's LogCleanerManager.cleanableOffsets). Callers hold mu.
+func (l *Log) cleanerPointLocked() int64 {
+	point := l.cleaning.point.Load()
+	if point < l.logStartOffset || point > l.active().NextOffset() {
+		return l.logStartOffset
+	}
+	return point
+}
+
 // planLocked returns the plan at now. Callers hold mu.
 func (l *Log) planLocked(now time.Time) cleanPlan {
 	segs := l.segments
 	act := l.active()
-	p := cleanPlan{active: act, activeSize: act.Size()}
-	point := l.cleaning.point.Load()
-	// Kafka's LogCleanerManager.cleanableOffsets: a checkpoint below the log start offset (or
-	// past the log end offset, after a truncation) restarts at the log start offset.
-	if point < l.logStartOffset || point > act.NextOffset() {
-		point = l.logStartOffset
-	}
-	p.firstDirty = point
-	uncleanable := act.BaseOffset()
-	if hw := l.owner.retentionLimit(); hw >= 0 && hw < uncleanable {
+	p := cleanPlan{active: act, activeSize: act.Size(), firstDirty: l.cleanerPointLocked()}
+	p.uncleanable = act.BaseOffset()
+	if hw := l.owner.retentionLimit(); hw >= 0 && hw < p.uncleanable {
 		// Kafka cleans nothing past the last stable offset, which the high watermark bounds:
 		// the segment holding it stays dirty.
-		uncleanable = segs[segs.find(hw)].BaseOffset()
+		p.uncleanable = segs[segs.find(hw)].BaseOffset()
 	}
-	if lag := l.cfg.MinCompactionLag; lag > 0 {
-		for _, s := range segs[:len(segs)-1] {
-			if s.BaseOffset() >= uncleanable {
-				break
-			}
-			if next := l.segments.after(s.BaseOffset()); next != nil && next.BaseOffset() <= point {
-				continue // wholly clean
-			}
-			if s.MaxTimestamp() > now.UnixMilli()-lag.Milliseconds() || s.TimesUnknown() {
-				uncleanable = s.BaseOffset()
-				break
-			}
-		}
-	}
-	p.uncleanable = max(uncleanable, segs[0].BaseOffset())
+	youngest := now.UnixMilli() - l.cfg.MinCompactionLag.Milliseconds()
+	p.dirtyFrom = -1
 	for i, s := range segs[:len(segs)-1] {
 		if s.BaseOffset() >= p.uncleanable {
 			break
 		}
-		end := segs[i+1].BaseOffset()
+		dirty := segs[i+1].BaseOffset() > p.firstDirty
+		if dirty && l.cfg.MinCompactionLag > 0 && (s.MaxTimestamp() > youngest || s.TimesUnknown()) {
+			// min.compaction.lag.ms: this segment and the later ones wait.
+			p.uncleanable = s.BaseOffset()
+			break
+		}
 		if s.BaseOffset() < p.firstDirty {
 			p.cleanBytes += s.Size()
 		}
-		if end > p.firstDirty {
+		if dirty {
 			p.dirtyBytes += s.Size()
+			if p.dirtyFrom < 0 {
+				p.dirtyFrom = len(p.segs)
+			}
 		}
 		p.segs = append(p.segs, s)
 		p.truncations = append(p.truncations, s.Truncations())
 	}
-	if p.firstDirty > p.uncleanable {
-		p.firstDirty = p.uncleanable
+	if p.dirtyFrom < 0 {
+		p.dirtyFrom = len(p.segs)
 	}
+	p.uncleanable = max(p.uncleanable, segs[0].BaseOffset())
+	p.firstDirty = min(p.firstDirty, p.uncleanable)
 	return p
 }
+
+// horizonDue reports whether a tombstone the last clean kept has passed its delete horizon at
+// now, which makes a clean due however little is dirty.
+func (l *Log) horizonDue(now time.Time) bool { return l.cleaning.horizon.Load() <= now.UnixMilli() }
 
 // stateOf turns a plan into the state the API shows.
 func (l *Log) stateOf(p cleanPlan, now time.Time) CompactionState {
@@ -206,13 +213,13 @@ func (l *Log) stateOf(p cleanPlan, now time.Time) CompactionState {
 	if total := p.cleanBytes + p.dirtyBytes; total > 0 {
 		st.DirtyRatio = float64(p.dirtyBytes) / float64(total)
 	}
-	if !l.cfg.CleanupPolicy.Compact() || p.firstDirty >= p.uncleanable && l.cleaning.horizon.Load() > now.UnixMilli() {
+	if !l.cfg.CleanupPolicy.Compact() {
 		return st
 	}
 	switch {
 	case p.dirtyBytes > 0 && st.DirtyRatio > l.cfg.MinCleanableDirtyRatio:
 		st.Due = true
-	case l.cleaning.horizon.Load() <= now.UnixMilli():
+	case l.horizonDue(now):
 		st.Due = true
 	case l.cfg.MaxCompactionLag > 0 && p.dirtyBytes > 0:
 		st.Due = l.oldestDirtyBatch(p) < now.UnixMilli()-l.cfg.MaxCompactionLag.Milliseconds()
@@ -225,10 +232,7 @@ func (l *Log) stateOf(p cleanPlan, now time.Time) CompactionState {
 // (getFirstBatchTimestampForSegments); math.MaxInt64 when none can be read.
 func (l *Log) oldestDirtyBatch(p cleanPlan) int64 {
 	oldest := int64(math.MaxInt64)
-	for i, s := range p.segs {
-		if i+1 < len(p.segs) && p.segs[i+1].BaseOffset() <= p.firstDirty {
-			continue
-		}
+	for _, s := range p.segs[p.dirtyFrom:] {
 		s.Acquire()
 		if err := l.openForRead(s); err == nil {
 			_ = s.WalkHeaders(0, s.Size(), s.BaseOffset(), func(_ int64, h *recordbatch.Header) bool {
@@ -275,7 +279,9 @@ func (l *Log) compactLocked(ctx context.Context, m *cleaner.OffsetMap) (Compacti
 			return total, err
 		}
 		if !more {
-			total.CleanerPoint = max(total.CleanerPoint, l.CompactionState().CleanerPoint)
+			l.mu.RLock()
+			total.CleanerPoint = max(total.CleanerPoint, l.cleanerPointLocked())
+			l.mu.RUnlock()
 			return total, nil
 		}
 	}
@@ -290,8 +296,7 @@ func (l *Log) cleanPass(ctx context.Context, m *cleaner.OffsetMap, now time.Time
 		return r, false, ErrClosed
 	}
 	p := l.planLocked(now)
-	horizonDue := l.cleaning.horizon.Load() <= now.UnixMilli()
-	if len(p.segs) == 0 || (p.firstDirty >= p.uncleanable && !horizonDue) {
+	if len(p.segs) == 0 || (p.firstDirty >= p.uncleanable && !l.horizonDue(now)) {
 		l.mu.RUnlock()
 		return r, false, nil
 	}
@@ -404,10 +409,7 @@ func (l *Log) buildOffsetMap(ctx context.Context, p cleanPlan, m *cleaner.Offset
 	dec.Limits = recordbatch.Limits{MaxBatchSize: l.segCfg.MaxBatchSize(), MaxDecompressedSize: l.cfg.readDecompressLimit()}
 	var buf []byte
 	first := true
-	for i, s := range p.segs {
-		if i+1 < len(p.segs) && p.segs[i+1].BaseOffset() <= p.firstDirty {
-			continue
-		}
+	for _, s := range p.segs[p.dirtyFrom:] {
 		full := false
 		err = l.batchesOf(ctx, s, &buf, func(b []byte) (bool, error) {
 			h, err := recordbatch.ParseHeader(b, 0)
@@ -596,7 +598,8 @@ func (l *Log) swapIn(group []*segment.Segment, truncs []uint64, cleaned *segment
 		return false, fmt.Errorf("commitlog: swap in cleaned segment %s: %w", cleaned.Path(segment.LogSuffix), err)
 	}
 	l.mu.Lock()
-	l.segments = append(l.segments[:at:at], append([]*segment.Segment{cleaned}, l.segments[at+len(group):]...)...)
+	// A new slice: a reader may hold the old one (see planLocked's callers).
+	l.segments = slices.Replace(slices.Clone(l.segments), at, at+len(group), cleaned)
 	l.mu.Unlock()
 	errs := []error{l.retire(group)}
 	if err := cleaned.SetSuffix(""); err != nil {

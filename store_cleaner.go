@@ -1,6 +1,7 @@
 package commitlog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"maps"
@@ -157,15 +158,7 @@ func (s *Store) cleanFilthiest(ctx context.Context, m **cleaner.OffsetMap) (bool
 			}
 		}
 	}
-	slices.SortStableFunc(due, func(a, b candidate) int {
-		switch {
-		case a.ratio > b.ratio:
-			return -1
-		case a.ratio < b.ratio:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(due, func(a, b candidate) int { return cmp.Compare(b.ratio, a.ratio) }) // filthiest first
 	for _, c := range due {
 		if !c.l.cleaning.mu.TryLock() {
 			continue // another thread, or a Compact, cleans it
