@@ -141,7 +141,7 @@ type cleanPlan struct {
 	truncations []uint64           // their truncation counts then
 	active      *segment.Segment   // the active segment, for the producers' last batches
 	activeSize  int64
-	dirtyFrom   int                // the index in segs of the first segment holding offsets at or past firstDirty
+	dirtyFrom   int // the index in segs of the first segment holding offsets at or past firstDirty
 	firstDirty  int64
 	uncleanable int64
 	cleanBytes  int64
