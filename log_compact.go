@@ -13,6 +13,7 @@ import (
 	"github.com/commitlog-go/commitlog/internal/cleaner"
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
 	"github.com/commitlog-go/commitlog/internal/segment"
+	"github.com/commitlog-go/commitlog/internal/txnindex"
 )
 
 // Log compaction, Kafka's LogCleaner for one log: the cleaner keeps at least the latest record of
@@ -32,7 +33,8 @@ import (
 //  3. The segments from the log start to the map's end are grouped (cleaner.GroupBySize: up to
 //     segment.bytes and segment.index.bytes, Kafka's groupSegmentsBySize), and each group is
 //     copied into one new segment, the batches filtered by cleaner.Filter (Kafka's
-//     MemoryRecords.filterTo with the cleaner's rules), written as "*.cleaned", synced.
+//     MemoryRecords.filterTo with the cleaner's rules), written as "*.cleaned", synced; the
+//     group's aborted transactions (their txn indexes' entries) go to its txn index.
 //  4. The swap (swapIn), under appendMu, as Kafka's replaceSegments: the cleaned files are renamed
 //     "*.swap" and the directory synced (from here a crash completes the swap at the next open,
 //     see logLoader), the new segment replaces the group in the list under mu, the old segments
@@ -559,12 +561,37 @@ func (l *Log) cleanGroup(ctx context.Context, group []*segment.Segment, f *clean
 	if err := flush(); err != nil {
 		return cleaned, st, fmt.Errorf("commitlog: write cleaned segment %s: %w", cleaned.Path(segment.LogSuffix), err)
 	}
+	if err := copyAbortedTxns(group, cleaned); err != nil {
+		return cleaned, st, fmt.Errorf("commitlog: write cleaned segment %s: %w", cleaned.Path(segment.LogSuffix), err)
+	}
 	// Seal trims and syncs the indexes and syncs the data: the cleaned files are whole on disk
 	// before the rename that commits them.
 	if err := cleaned.Seal(); err != nil {
 		return cleaned, st, fmt.Errorf("commitlog: seal cleaned segment %s: %w", cleaned.Path(segment.LogSuffix), err)
 	}
 	return cleaned, st, nil
+}
+
+// copyAbortedTxns appends every entry of the txn indexes of group, in order, to cleaned's, as
+// Kafka's Cleaner.cleanSegments rebuilds the cleaned segment's txn index from the aborted
+// transactions of the segments it replaces (collected over each segment's whole range). Kafka
+// keeps an entry only while its ABORT marker is kept; the filter keeps every control batch
+// (cleaner.Filter), so every entry stays. Before Seal, which syncs the file.
+func copyAbortedTxns(group []*segment.Segment, cleaned *segment.Segment) error {
+	var txns []txnindex.AbortedTxn
+	for _, s := range group {
+		var err error
+		txns, err = s.CollectAbortedTxns(txns[:0], math.MinInt64, math.MaxInt64)
+		if err != nil {
+			return err
+		}
+		for _, a := range txns {
+			if err := cleaned.AppendAbortedTxn(a); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // swapIn replaces group, whose truncation counts were truncs when the pass planned, by cleaned,

@@ -72,7 +72,9 @@ type flushedLog interface {
 }
 
 // flushedSuffixes are the files of a sealed segment that its flush syncs.
-var flushedSuffixes = [...]string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix}
+// (The .txnindex exists only once the segment has an aborted transaction; syncPath passes over a
+// missing file.)
+var flushedSuffixes = [...]string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix}
 
 // start starts the log's flusher goroutine under SyncNever and SyncInterval (policy): it flushes
 // sealed segments of l when a roll asks (wakeUp), making the spares of the next roll first, and,

@@ -127,6 +127,10 @@ func (ld *logLoader) load() error {
 		if rep.Rebuilt != nil {
 			ld.logger.Warn("index rebuilt from the log", "segment", s.Path(segment.LogSuffix), "reason", rep.Rebuilt)
 		}
+		if rep.TxnIndexReset != nil {
+			ld.logger.Warn("corrupt transaction index emptied; its aborted transactions must be rebuilt from the log",
+				"segment", s.Path(segment.LogSuffix), "reason", rep.TxnIndexReset)
+		}
 		for _, c := range rep.Corrupt {
 			ld.logger.Error("corrupt batch left in place; reads of it return ErrCorrupt",
 				"segment", s.Path(segment.LogSuffix), "position", c.Pos, "offset", c.BaseOffset, "err", c.Cause)
@@ -267,7 +271,7 @@ func (ld *logLoader) cutAtTear(s *segment.Segment, rep segment.LoadReport, fileS
 		return err
 	}
 	for _, base := range later {
-		for _, suf := range [...]string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+		for _, suf := range segmentSuffixes {
 			name := filepath.Join(ld.dir, segment.Name(base)+suf)
 			if err := ld.fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
@@ -310,7 +314,7 @@ func (ld *logLoader) listSegments() (bases []int64, retiring bool, err error) {
 		// Files of segments deleted before the process stopped: their delete delay is over.
 		if stem, ok := strings.CutSuffix(e.Name(), segment.DeletedSuffix); ok && !e.IsDir() {
 			stem = trimRetirementNumber(stem)
-			for _, suf := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
+			for _, suf := range segmentSuffixes {
 				if _, ok := segment.ParseName(stem, suf); ok {
 					retiring = true
 					if err := ld.fs.Remove(filepath.Join(ld.dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -320,7 +324,7 @@ func (ld *logLoader) listSegments() (bases []int64, retiring bool, err error) {
 			}
 			continue
 		}
-		for _, suf := range []string{segment.IndexSuffix, segment.TimeIndexSuffix} {
+		for _, suf := range segmentSuffixes[1:] {
 			if base, ok := segment.ParseName(e.Name(), suf); ok && !logs[base] {
 				p := filepath.Join(ld.dir, e.Name())
 				ld.logger.Warn("removing index without a log file", "file", p)
@@ -338,11 +342,13 @@ func (ld *logLoader) listSegments() (bases []int64, retiring bool, err error) {
 // LogLoader does (removeTempFilesAndCollectSwapFiles, then the swap's completion): files of a
 // cleaned segment ("*.cleaned") were never committed and are deleted; a "<base>.log.swap" is a
 // cleaned segment complete and durable, which replaces the segments whose base offsets lie in
-// [base, its next offset): those are deleted and the swap's files renamed into place (an index
-// missing under the swap's name is rebuilt by the load that follows); an index "*.swap" without
-// its .log is deleted. It reports whether it changed the directory.
+// [base, its next offset): those are deleted (their .txnindex files too: the cleaned segment's
+// holds their entries) and the swap's files renamed into place (an index missing under the swap's
+// name is rebuilt by the load that follows; a missing "*.txnindex.swap" is a segment without
+// aborted transactions); an index "*.swap" (.index, .timeindex, .txnindex) without its .log is
+// deleted. It reports whether it changed the directory.
 func (ld *logLoader) finishSwaps(entries []fs.DirEntry) (changed bool, err error) {
-	kinds := []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix}
+	kinds := segmentSuffixes[:]
 	regular := map[int64]bool{}
 	swaps := map[int64]bool{}
 	var remove []string
@@ -382,8 +388,13 @@ func (ld *logLoader) finishSwaps(entries []fs.DirEntry) (changed bool, err error
 		if err != nil {
 			return changed, fmt.Errorf("commitlog: open %s: %w", segPathOf(ld.dir, base, segment.LogSuffix+segment.SwapSuffix), err)
 		}
-		if _, err := s.Load(true, segment.NoCut); err != nil {
+		rep, err := s.Load(true, segment.NoCut)
+		if err != nil {
 			return changed, errors.Join(fmt.Errorf("commitlog: load %s: %w", s.Path(segment.LogSuffix), err), s.Close())
+		}
+		if rep.TxnIndexReset != nil {
+			ld.logger.Warn("corrupt transaction index emptied; its aborted transactions must be rebuilt from the log",
+				"segment", s.Path(segment.LogSuffix), "reason", rep.TxnIndexReset)
 		}
 		next := max(s.NextOffset(), base+1) // an empty swap still replaces the segment at its base
 		var replaced []int64
@@ -415,6 +426,11 @@ func (ld *logLoader) finishSwaps(entries []fs.DirEntry) (changed bool, err error
 	}
 	return false, nil
 }
+
+// segmentSuffixes are the kinds of a segment's files, .log first: the loader deletes, renames and
+// finishes the swaps of all of them alike (the .txnindex exists only for a segment with an
+// aborted transaction; a missing one is never an error).
+var segmentSuffixes = [...]string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix}
 
 // segPathOf is the path of the segment file at base of dir with suffix.
 func segPathOf(dir string, base int64, suffix string) string {

@@ -63,10 +63,16 @@ func (s *Segment) WriteAt(p []byte, pos int64) error {
 // indexes are left alone (nothing past Size is indexed). No fsync (see Sync). Single writer.
 func (s *Segment) DiscardFrom(pos int64) error { return s.file.Truncate(pos) }
 
-// Sync makes the .log file's data durable (fdatasync where the file system has it). Safe
-// concurrently with reads and with the single writer's WriteAt (it covers what was written
-// before it began).
-func (s *Segment) Sync() error { return s.file.Sync() }
+// Sync makes the .log file's data durable (fdatasync where the file system has it), and the
+// .txnindex file's when it was written since its last sync (Kafka's LogSegment.flush syncs the
+// txn index with the log). Safe concurrently with reads and with the single writer's WriteAt and
+// AppendAbortedTxn (it covers what was written before it began).
+func (s *Segment) Sync() error {
+	if err := s.file.Sync(); err != nil {
+		return err
+	}
+	return s.txn.Sync()
+}
 
 // Unpin lets the file cache close a sealed segment's files when idle, and closes idle segments
 // now if the open files exceed the bound. A rolling log calls it once the sealed segment's

@@ -1,13 +1,14 @@
-// Package segment is one segment of a partition's log: its .log file of batches and its two
-// indexes, as Kafka's LogSegment holds a FileRecords with an OffsetIndex and a TimeIndex. The log
+// Package segment is one segment of a partition's log: its .log file of batches, its two indexes
+// and its aborted-transaction index, as Kafka's LogSegment holds a FileRecords with an
+// OffsetIndex, a TimeIndex and a TransactionIndex. The log
 // above it (the root package's Log) keeps the policy (when to roll, sync, retain, truncate; the
 // leader epochs; the recovery point) and the list of segments; a segment knows nothing of them,
 // and never refers to its log.
 //
 // # Files and byte layout
 //
-// A segment at base offset B is three files in the partition's folder, named by B in 20 digits,
-// zero-padded (Name), as Kafka names them:
+// A segment at base offset B is three files in the partition's folder, and a fourth once it has an
+// aborted transaction, named by B in 20 digits, zero-padded (Name), as Kafka names them:
 //
 //   - 00000000000000000B.log: Kafka's RecordBatch v2 batches back to back, as a producer or a
 //     leader sent them (61-byte header: base offset int64, batch length int32, partition leader
@@ -23,6 +24,11 @@
 //     (int64, ms) and an offset relative to B (int32), the largest timestamp so far and the last
 //     offset of the batch holding it, written with the offset index's entries and once more when
 //     the segment is sealed or closed.
+//   - .txnindex: the aborted-transaction index (txnindex.Index, Kafka's TransactionIndex): 34-byte
+//     entries, version int16 (0), producer id, first offset, last offset (the ABORT marker's)
+//     and last stable offset (int64 each), in marker order; created by the first
+//     AppendAbortedTxn, absent until then. Its entries are kept in memory and no descriptor
+//     stays open (see FilesPerSegment); a corrupt file is emptied at open (TxnIndexCorrupt).
 //
 // A retired segment's files carry a further suffix, ".deleted" (DeletedSuffix), or ".<n>.deleted"
 // when a retired segment at the same base offset still waits (Retire).
@@ -75,11 +81,12 @@
 //
 // The caller serialises the writer's methods (one writer per segment: Create, Load, ReserveIndexes,
 // WriteAt, DiscardFrom, IndexBatch, SetSize, MarkTimesUnknown, SealIndexes, Seal, SyncIndexes,
-// Unpin, PositionOf, Truncate, Retire), and runs IndexBatch, SealIndexes and Truncate with no index
+// Unpin, PositionOf, Truncate, Retire, AppendAbortedTxn, TruncateTxnIndex), and runs IndexBatch, SealIndexes and Truncate with no index
 // lookup in progress (the log holds the writer side of the lock its readers hold for Lookup,
 // LookupTime and for NextOffset, MaxTimestamp and TimesUnknown). Safe concurrently with each other
 // and with the writer: Acquire, Release, FilesReady, OpenFiles, Size, Truncations, Read,
-// FirstAtOrAfter, ReadRecord, WalkHeaders, Sync, Close, RemoveIfDue, and the caches.
+// FirstAtOrAfter, ReadRecord, WalkHeaders, CollectAbortedTxns, Sync, Close, RemoveIfDue, and the
+// caches.
 //
 // # Errors
 //

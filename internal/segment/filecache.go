@@ -8,6 +8,8 @@ import (
 
 // FilesPerSegment is what one open segment holds: the descriptors of its .log file and of its two
 // index files (an index keeps its descriptor beside its mapping, to trim the file when sealed).
+// The .txnindex file is not counted: its entries are in memory and it is opened only for the
+// moment of an append, truncation or sync, then closed (see txn.go).
 const FilesPerSegment = 3
 
 // evicting is added to a segment's reference count while the cache closes its files: a read that

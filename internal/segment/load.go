@@ -41,6 +41,10 @@ type LoadReport struct {
 	Corrupt []CorruptBatch
 	// Rebuilt is set when an index was rebuilt from the log, and says why.
 	Rebuilt error
+	// TxnIndexReset is set when the .txnindex file was corrupt at open (it wraps
+	// txnindex.ErrCorrupt): its entries were dropped and the file emptied, and the log must
+	// append the segment's aborted transactions again (see Segment.TxnIndexCorrupt).
+	TxnIndexReset error
 }
 
 // CorruptBatch is a batch that recovery walked over and left in place.
@@ -66,11 +70,14 @@ type CorruptBatch struct {
 // position and leaves the file alone: truncating (DiscardFrom, Truncate), or keeping (SetSize),
 // is the caller's decision. Size and NextOffset end at the last batch scanned.
 //
+// The .txnindex file was read at Open: a corrupt one was emptied then, which the report's
+// TxnIndexReset says; Load does not rebuild it from the log's control batches (the log's job).
+//
 // On success the segment joins its file cache: from then on a sealed segment's files may be
 // closed for idleness (the active segment's writable indexes pin it open). Errors: the file
 // system's, and index errors other than a corrupt or missing index (those are rebuilt).
 func (s *Segment) Load(full bool, cutFrom int64) (LoadReport, error) {
-	rep := LoadReport{BadPos: -1}
+	rep := LoadReport{BadPos: -1, TxnIndexReset: s.txnReset}
 	if err := s.openIndexes(!s.sealed); err != nil {
 		// A sealed segment's missing index is rebuilt like a corrupt one (an active segment's
 		// is created empty, and caught below).

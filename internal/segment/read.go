@@ -189,8 +189,10 @@ func (s *Segment) PositionOf(offset int64) (int64, error) {
 
 // Truncate cuts the segment's data at pos (a position PositionOf gave, or a Load report's BadPos),
 // syncs the file, makes the segment the writable active segment again and rebuilds its indexes
-// and state from what remains (Kafka's LogSegment.truncateTo). Truncations counts it first, and
-// the segment's cached record positions go. The caller is the single writer, holds the mappings
+// and state from what remains (Kafka's LogSegment.truncateTo); the txn index loses the entries
+// whose LastOffset is at or past the new NextOffset, the aborted transactions whose markers were
+// cut (no fsync, as for the indexes). Truncations counts it first, and the segment's cached record
+// positions go. The caller is the single writer, holds the mappings
 // (HoldMappings: the file must not shrink under a mapping in use) and no index lookup runs
 // meanwhile. Errors: the file system's, or ErrCorrupt when what remains does not scan whole.
 func (s *Segment) Truncate(pos int64) error {
@@ -214,6 +216,11 @@ func (s *Segment) Truncate(pos int64) error {
 	}
 	rep, err := s.rebuild()
 	if err != nil {
+		return err
+	}
+	// The aborted transactions whose markers were cut go too (Kafka's LogSegment.truncateTo
+	// truncates the txn index at the offset it cuts to): every batch kept ends below nextOffset.
+	if err := s.txn.TruncateTo(s.nextOffset); err != nil {
 		return err
 	}
 	if rep.BadPos >= 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
 	"github.com/commitlog-go/commitlog/internal/index"
+	"github.com/commitlog-go/commitlog/internal/txnindex"
 )
 
 // File name suffixes of a segment, as Kafka names them.
@@ -20,6 +21,7 @@ const (
 	LogSuffix       = ".log"       // the batches
 	IndexSuffix     = ".index"     // the offset index
 	TimeIndexSuffix = ".timeindex" // the time index
+	TxnIndexSuffix  = ".txnindex"  // the aborted-transaction index, once it has an entry
 )
 
 // Errors of the package. The root package re-exports ErrCorrupt and ErrClosed under the same
@@ -113,6 +115,13 @@ type Segment struct {
 	file      fsys.File
 	offsetIdx *index.Offset
 	timeIdx   *index.Time
+
+	// txn is the aborted-transaction index (.txnindex), its entries in memory; it holds no file
+	// open between calls, so it is never closed for idleness and is valid for the segment's
+	// whole life (see txn.go). txnReset is the ErrCorrupt its file had at open, when it was
+	// emptied then (nil: it opened whole).
+	txn      *txnindex.Index
+	txnReset error
 
 	// openMu serialises opening and closing the files: a read opening them, the cache closing
 	// them for idleness, Close, and retire's renames (a reopen must find the files' names).
@@ -228,7 +237,7 @@ func create(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Cache
 	s.setSuffix(suffix)
 	s.pinHeld = suffix == CleanedSuffix
 	if err := s.createFiles(spared); err != nil {
-		for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
+		for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
 			if rerr := fsy.Remove(s.Path(suf)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 				err = errors.Join(err, rerr)
 			}
@@ -261,6 +270,11 @@ func (s *Segment) createFiles(spared bool) error {
 	if err := s.openIndexes(true); err != nil {
 		return errors.Join(err, f.Close())
 	}
+	// The aborted transactions of an earlier segment at this base offset are not this one's; the
+	// spares are no .txnindex, so it goes even then. Its file comes with the first entry.
+	if err := s.openTxnIndex(true); err != nil {
+		return errors.Join(err, s.closeIndexes(), f.Close())
+	}
 	return nil
 }
 
@@ -288,6 +302,10 @@ func open(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Caches,
 		return nil, err
 	}
 	s.size.Store(size)
+	if err := s.openTxnIndex(false); err != nil {
+		f.Close()
+		return nil, err
+	}
 	s.isOpen.Store(true)
 	return s, nil
 }
@@ -531,12 +549,12 @@ func (s *Segment) SealIndexes() error {
 	return nil
 }
 
-// SyncIndexes makes both indexes' entries and sizes durable (fsync). Once a sealed segment's
-// indexes are durable, the files may be closed for idleness: nothing is written to them again,
-// and a reopen finds them as they are (a segment made by CreateCleaned stays pinned until
-// Unpin). Single writer.
+// SyncIndexes makes both indexes' entries and sizes durable (fsync), and the .txnindex file's
+// when it was written since its last sync. Once a sealed segment's indexes are durable, the files
+// may be closed for idleness: nothing is written to them again, and a reopen finds them as they
+// are (a segment made by CreateCleaned stays pinned until Unpin). Single writer.
 func (s *Segment) SyncIndexes() error {
-	err := errors.Join(s.offsetIdx.Sync(), s.timeIdx.Sync())
+	err := errors.Join(s.offsetIdx.Sync(), s.timeIdx.Sync(), s.txn.Sync())
 	if err == nil && s.sealed && !s.pinHeld {
 		s.pinned.Store(false)
 	}
@@ -544,7 +562,8 @@ func (s *Segment) SyncIndexes() error {
 }
 
 // Close releases the segment's files for good (the log closes, or the segment is removed) and
-// takes it out of its file cache; writable indexes are trimmed to their used size and synced.
+// takes it out of its file cache; writable indexes are trimmed to their used size and synced, and
+// so is the .txnindex file when written since its last sync.
 // The final time index entry is written first, so a reopen knows the segment's max timestamp. A
 // read that still holds the segment gets errors from the closed files; it cannot open them again
 // (OpenFiles returns ErrClosed). Safe concurrently with reads; a second call is a no-op.
@@ -553,10 +572,13 @@ func (s *Segment) Close() error {
 	defer s.openMu.Unlock()
 	s.dead = true
 	s.files.remove(s)
+	// The txn index holds no file open: its entries are made durable whether the other files are
+	// open or not (a no-op unless written since its last sync), and it takes no more changes.
+	txnErr := errors.Join(s.txn.Sync(), s.txn.Close())
 	if !s.isOpen.Load() {
-		return nil
+		return txnErr
 	}
-	var errs []error
+	errs := []error{txnErr}
 	if !s.sealed && s.timeIdx != nil && s.maxTimestamp >= 0 {
 		if err := s.timeIdx.MaybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp); err != nil && !errors.Is(err, index.ErrFull) {
 			errs = append(errs, err)
@@ -575,8 +597,9 @@ func (s *Segment) Close() error {
 // deleted, as Kafka marks them.
 const DeletedSuffix = ".deleted"
 
-// Retire renames the segment's files from their names of now (Path: the log's names, or those
-// SetSuffix gave them) to "<base><kind><suffix>" (suffix ".deleted", or ".<n>.deleted" when the
+// Retire renames the segment's files (.log, .index, .timeindex, and .txnindex when it exists) from
+// their names of now (Path: the log's names, or those SetSuffix gave them) to
+// "<base><kind><suffix>" (suffix ".deleted", or ".<n>.deleted" when the
 // caller still holds a retired segment at the same base offset), as Kafka's
 // LogSegment.changeFileSuffixes does for a deleted segment; they stay open for reads in progress,
 // and a read that acquired the segment before it left the log reopens them under those names.
@@ -595,6 +618,10 @@ func (s *Segment) Retire(deleteAt time.Time, suffix string) error {
 			errs = append(errs, err)
 		}
 	}
+	// Renamed when there is a file; the index takes the new name either way.
+	if err := s.txn.Rename(s.pathWith(TxnIndexSuffix, suffix)); err != nil {
+		errs = append(errs, err)
+	}
 	s.setSuffix(suffix)
 	s.deleteAt = deleteAt
 	s.retired.Store(true)
@@ -612,10 +639,12 @@ func (s *Segment) RemoveRetired() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, s.txn.Remove())
 	return errors.Join(errs...)
 }
 
-// Remove closes the segment and deletes its files under their names of now (a segment that never
+// Remove closes the segment and deletes its files (the .txnindex too, when it exists) under their
+// names of now (a segment that never
 // left the caller's list by Retire: an empty active segment a roll replaces, one below the log
 // start offset at load, a cleaned segment a compaction abandons).
 func (s *Segment) Remove() error {
@@ -625,6 +654,7 @@ func (s *Segment) Remove() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, s.txn.Remove())
 	return errors.Join(errs...)
 }
 

@@ -28,9 +28,10 @@ const (
 )
 
 // CreateCleaned creates the files of an empty, writable segment at baseOffset in dir named with
-// CleanedSuffix ("<base>.log.cleaned", ".index.cleaned", ".timeindex.cleaned"), for a compaction
-// to write (Kafka's LogCleaner.createNewCleanedSegment); stale files of those names, a crashed
-// compaction's, are removed or truncated first. It is written as the active segment is
+// CleanedSuffix ("<base>.log.cleaned", ".index.cleaned", ".timeindex.cleaned"; the txn index,
+// ".txnindex.cleaned", once AppendAbortedTxn gives it an entry), for a compaction to write (Kafka's
+// LogCleaner.createNewCleanedSegment); stale files of those names, a crashed compaction's, are
+// removed or truncated first. It is written as the active segment is
 // (ReserveIndexes, WriteAt, IndexBatch, SetSize), then sealed and made durable (Seal, which syncs
 // the .log file and trims, syncs and remaps the indexes read-only exactly as a roll does), then
 // renamed (SetSuffix). It joins caches.Files pinned, even once sealed: the cache never closes its
@@ -41,7 +42,7 @@ func CreateCleaned(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, cache
 }
 
 // OpenSwap opens the .log file of a segment a compaction left as "<base>.log.swap" (with, if they
-// are there, "<base>.index.swap" and "<base>.timeindex.swap"), sealed, for the loader to complete
+// are there, "<base>.index.swap", "<base>.timeindex.swap" and "<base>.txnindex.swap"), sealed, for the loader to complete
 // the swap (Kafka's LogLoader opens it with LogSegment.open and SWAP_FILE_SUFFIX). Load then
 // finds its next offset as it does for any sealed segment, rebuilding a missing or damaged index
 // under the ".swap" names; SetSuffix("") renames the files into place. Errors: the file system's
@@ -50,9 +51,9 @@ func OpenSwap(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Cac
 	return open(fsy, dir, baseOffset, cfg, caches, true, SwapSuffix)
 }
 
-// SetSuffix renames the segment's three files from their names of now to those with suffix after
-// their kind's ("" for the log's final names, CleanedSuffix, SwapSuffix), in the order .log,
-// .index, .timeindex, as Kafka's LogSegment.changeFileSuffixes does. Open files stay open and
+// SetSuffix renames the segment's files from their names of now to those with suffix after their
+// kind's ("" for the log's final names, CleanedSuffix, SwapSuffix), in the order .log, .index,
+// .timeindex, .txnindex (when it exists), as Kafka's LogSegment.changeFileSuffixes does. Open files stay open and
 // valid; a later OpenFiles (after the file cache closed them for idleness), Retire, Remove and
 // Path go by the new names. A missing index file is no error (as Kafka's AbstractIndex.renameTo),
 // a missing .log file is. On a failed rename the files already renamed are renamed back and the
@@ -92,14 +93,24 @@ func (s *Segment) SetSuffix(suffix string) error {
 		if kind != LogSuffix && errors.Is(err, os.ErrNotExist) {
 			continue
 		}
-		errs := []error{err}
-		for _, k := range renamed {
-			if rerr := s.fs.Rename(s.pathWith(k, suffix), s.pathWith(k, old)); rerr != nil {
-				errs = append(errs, rerr)
-			}
-		}
-		return errors.Join(errs...)
+		return s.undoRenames(renamed, old, suffix, err)
+	}
+	// Last, as Kafka renames the txn index after the other three; a missing file is no error.
+	if err := s.txn.Rename(s.pathWith(TxnIndexSuffix, suffix)); err != nil {
+		return s.undoRenames(renamed, old, suffix, err)
 	}
 	s.setSuffix(suffix)
 	return nil
+}
+
+// undoRenames renames back the files of the kinds renamed (from suffix to old) after a failed
+// rename err, and returns err joined with any failure to do so.
+func (s *Segment) undoRenames(renamed []string, old, suffix string, err error) error {
+	errs := []error{err}
+	for _, k := range renamed {
+		if rerr := s.fs.Rename(s.pathWith(k, suffix), s.pathWith(k, old)); rerr != nil {
+			errs = append(errs, rerr)
+		}
+	}
+	return errors.Join(errs...)
 }
