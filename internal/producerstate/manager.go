@@ -499,3 +499,43 @@ func (m *Manager) TruncateHead(logStart int64) {
 	m.unreplicated = slices.DeleteFunc(m.unreplicated, func(c CompletedTxn) bool { return c.LastOffset < logStart })
 	m.mapEnd = max(m.mapEnd, logStart)
 }
+
+// undoComplete returns the function that undoes a CompleteTxn of mk, given the state before it;
+// callers hold mu.
+func (m *Manager) undoCompleteLocked(mk Marker) func() {
+	prev, had := m.producers[mk.ProducerID]
+	var prevCopy *Entry
+	if had {
+		prevCopy = prev.clone()
+	}
+	prevEnd := m.mapEnd
+	wasOngoing := had && prev.CurrentTxnFirstOffset != NoOffset
+	nUnrep := len(m.unreplicated)
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if had {
+			m.producers[mk.ProducerID] = prevCopy
+		} else {
+			delete(m.producers, mk.ProducerID)
+		}
+		if wasOngoing {
+			m.removeOngoing(mk.ProducerID)
+			m.addOngoing(prevCopy.CurrentTxnFirstOffset, mk.ProducerID)
+		}
+		if len(m.unreplicated) > nUnrep {
+			m.unreplicated = m.unreplicated[:nUnrep]
+		}
+		m.mapEnd = prevEnd
+	}
+}
+
+// CompleteTxnUndoable is CompleteTxn that also returns a function undoing it, while nothing else
+// changed the state since: for a write that fails after the state took its marker.
+func (m *Manager) CompleteTxnUndoable(mk Marker) (CompletedTxn, int64, func()) {
+	m.mu.Lock()
+	undo := m.undoCompleteLocked(mk)
+	m.mu.Unlock()
+	c, lso := m.CompleteTxn(mk)
+	return c, lso, undo
+}
