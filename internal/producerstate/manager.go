@@ -200,7 +200,10 @@ func (m *Manager) checkLocked(b Batch, e *Entry) error {
 		if b.FirstSeq != 0 && e.Epoch != NoProducerEpoch {
 			return fmt.Errorf("%w: producer %d's new epoch %d starts at sequence %d, not 0", ErrOutOfOrderSequence, b.ProducerID, b.Epoch, b.FirstSeq)
 		}
-	} else if last := e.LastSeq(); last != NoSequence && !inSequence(last, b.FirstSeq) {
+	} else if last := e.LastSeq(); e.Epoch != NoProducerEpoch && !inSequence(last, b.FirstSeq) {
+		// With no batch remembered in the epoch (the producer is known from a marker, or from a
+		// snapshot entry without a batch), last is NoSequence and the batch must start at 0, as
+		// in Kafka's checkSequence; only a producer without an epoch takes any sequence.
 		return fmt.Errorf("%w: producer %d epoch %d: sequence %d after %d (expected %d)", ErrOutOfOrderSequence, b.ProducerID, b.Epoch, b.FirstSeq, last, nextSeq(last))
 	}
 	if !b.Transactional && e.CurrentTxnFirstOffset != NoOffset {
