@@ -37,8 +37,14 @@ func ParseSnapshotName(name string) (int64, bool) {
 	if !ok || len(digits) != 20 {
 		return 0, false
 	}
+	for i := 0; i < len(digits); i++ {
+		// Digits only: ParseInt would take a sign ("+0000000000000000042", "-0000000000000000000").
+		if digits[i] < '0' || digits[i] > '9' {
+			return 0, false
+		}
+	}
 	off, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || off < 0 {
+	if err != nil {
 		return 0, false
 	}
 	return off, true
