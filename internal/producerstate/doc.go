@@ -16,9 +16,10 @@
 //   - A batch of the producer's epoch whose sequence range equals one of its last five batches is
 //     a duplicate (FindDuplicate): the log returns that batch's offsets and writes nothing.
 //   - Otherwise, in the same epoch, the first sequence must follow the last one written (last+1,
-//     or 0 after math.MaxInt32): else ErrOutOfOrderSequence. A new epoch must start at sequence
-//     0, unless the producer is unknown to the partition (its entries expired or were deleted),
-//     which is accepted at any sequence (KIP-360).
+//     or 0 after math.MaxInt32; 0 when none is remembered in the epoch, as after a marker that
+//     set it): else ErrOutOfOrderSequence. A new epoch must start at sequence 0, unless the
+//     producer is unknown to the partition (its entries expired or were deleted), which is
+//     accepted at any sequence (KIP-360).
 //   - A non-transactional batch from a producer with an open transaction is ErrInvalidTxnState.
 //   - A marker from an epoch below the producer's is ErrProducerFenced; from a coordinator epoch
 //     below the last one seen, ErrCoordinatorFenced.

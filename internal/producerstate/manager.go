@@ -200,7 +200,10 @@ func (m *Manager) checkLocked(b Batch, e *Entry) error {
 		if b.FirstSeq != 0 && e.Epoch != NoProducerEpoch {
 			return fmt.Errorf("%w: producer %d's new epoch %d starts at sequence %d, not 0", ErrOutOfOrderSequence, b.ProducerID, b.Epoch, b.FirstSeq)
 		}
-	} else if last := e.LastSeq(); last != NoSequence && !inSequence(last, b.FirstSeq) {
+	} else if last := e.LastSeq(); e.Epoch != NoProducerEpoch && !inSequence(last, b.FirstSeq) {
+		// With no batch remembered in the epoch (the producer is known from a marker, or from a
+		// snapshot entry without a batch), last is NoSequence and the batch must start at 0, as
+		// in Kafka's checkSequence; only a producer without an epoch takes any sequence.
 		return fmt.Errorf("%w: producer %d epoch %d: sequence %d after %d (expected %d)", ErrOutOfOrderSequence, b.ProducerID, b.Epoch, b.FirstSeq, last, nextSeq(last))
 	}
 	if !b.Transactional && e.CurrentTxnFirstOffset != NoOffset {
@@ -318,6 +321,10 @@ func (m *Manager) CheckMarker(mk Marker) error {
 func (m *Manager) CompleteTxn(mk Marker) (CompletedTxn, int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.completeTxnLocked(mk)
+}
+
+func (m *Manager) completeTxnLocked(mk Marker) (CompletedTxn, int64) {
 	m.mapEnd = max(m.mapEnd, mk.Offset+1)
 	e, ok := m.producers[mk.ProducerID]
 	if !ok {
@@ -379,13 +386,17 @@ func (m *Manager) FirstUndecidedOffset() int64 { return m.firstUndecided.Load() 
 // Completed transactions whose marker is below hw are forgotten (Kafka's
 // onHighWatermarkUpdated).
 func (m *Manager) FirstUnstableOffset(hw int64) int64 {
-	undecided := m.firstUndecided.Load()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.unreplicated) > 0 {
 		m.unreplicated = slices.DeleteFunc(m.unreplicated, func(c CompletedTxn) bool { return c.LastOffset < hw })
 	}
-	first := undecided
+	// The open transactions are read under the same lock as the completed ones: read before
+	// it, a Reset or Load in between would pair an old open transaction with the new state.
+	first := NoOffset
+	if len(m.ongoing) > 0 {
+		first = m.ongoing[0].firstOffset
+	}
 	for _, c := range m.unreplicated {
 		if first == NoOffset || c.FirstOffset < first {
 			first = c.FirstOffset
@@ -498,4 +509,44 @@ func (m *Manager) TruncateHead(logStart int64) {
 	}
 	m.unreplicated = slices.DeleteFunc(m.unreplicated, func(c CompletedTxn) bool { return c.LastOffset < logStart })
 	m.mapEnd = max(m.mapEnd, logStart)
+}
+
+// undoCompleteLocked returns the function that undoes c, the CompleteTxn of mk, given the
+// producer's entry (nil if none) and the map end offset before it; callers hold mu.
+func (m *Manager) undoCompleteLocked(mk Marker, prev *Entry, prevEnd int64, c CompletedTxn) func() {
+	wasOngoing := prev != nil && prev.CurrentTxnFirstOffset != NoOffset
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if prev != nil {
+			m.producers[mk.ProducerID] = prev
+		} else {
+			delete(m.producers, mk.ProducerID)
+		}
+		if wasOngoing {
+			m.removeOngoing(mk.ProducerID)
+			m.addOngoing(prev.CurrentTxnFirstOffset, mk.ProducerID)
+		}
+		// Remove c itself, not whatever lies past the length the list had: a reader's
+		// FirstUnstableOffset may have dropped older completed transactions since.
+		if i := slices.Index(m.unreplicated, c); i >= 0 {
+			m.unreplicated = slices.Delete(m.unreplicated, i, i+1)
+		}
+		m.mapEnd = prevEnd
+	}
+}
+
+// CompleteTxnUndoable is CompleteTxn that also returns a function undoing it, while nothing else
+// changed the state since: for a write that fails after the state took its marker. Readers
+// (FirstUnstableOffset, which forgets completed transactions) may run in between.
+func (m *Manager) CompleteTxnUndoable(mk Marker) (CompletedTxn, int64, func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var prev *Entry
+	if e, ok := m.producers[mk.ProducerID]; ok {
+		prev = e.clone()
+	}
+	prevEnd := m.mapEnd
+	c, lso := m.completeTxnLocked(mk)
+	return c, lso, m.undoCompleteLocked(mk, prev, prevEnd, c)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -37,8 +38,14 @@ func ParseSnapshotName(name string) (int64, bool) {
 	if !ok || len(digits) != 20 {
 		return 0, false
 	}
+	for i := 0; i < len(digits); i++ {
+		// Digits only: ParseInt would take a sign ("+0000000000000000042", "-0000000000000000000").
+		if digits[i] < '0' || digits[i] > '9' {
+			return 0, false
+		}
+	}
 	off, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || off < 0 {
+	if err != nil {
 		return 0, false
 	}
 	return off, true
@@ -73,8 +80,10 @@ func EncodeSnapshot(entries []Entry) []byte {
 
 // DecodeSnapshot reads a snapshot file's bytes. Anything but a whole version 1 snapshot whose
 // CRC matches and whose entry count fits the bytes returns an error wrapping ErrCorruptSnapshot;
-// nothing is allocated beyond what the bytes hold. A last_sequence of -1 gives an entry with no
-// batch.
+// nothing is allocated beyond what the bytes hold. As in Kafka's readSnapshot, an entry has a
+// batch when its last_offset is not negative (a batch written without sequence numbers has
+// last_sequence -1 and FirstSeq NoSequence), and a negative current_txn_first_offset is no open
+// transaction (NoOffset).
 func DecodeSnapshot(b []byte) ([]Entry, error) {
 	if len(b) < snapshotHeaderSize {
 		return nil, fmt.Errorf("%w: %d bytes, shorter than the %d-byte header", ErrCorruptSnapshot, len(b), snapshotHeaderSize)
@@ -100,19 +109,30 @@ func DecodeSnapshot(b []byte) ([]Entry, error) {
 			CoordinatorEpoch:      int32(binary.BigEndian.Uint32(p[34:])),
 			CurrentTxnFirstOffset: int64(binary.BigEndian.Uint64(p[38:])),
 		}
+		if e.CurrentTxnFirstOffset < 0 {
+			e.CurrentTxnFirstOffset = NoOffset
+		}
 		lastSeq := int32(binary.BigEndian.Uint32(p[10:]))
 		lastOffset := int64(binary.BigEndian.Uint64(p[14:]))
 		delta := int32(binary.BigEndian.Uint32(p[22:]))
-		if lastSeq >= 0 && delta >= 0 {
-			first := int64(lastSeq) - int64(delta)
-			if first < 0 {
-				first += 1 << 31 // wrapped past math.MaxInt32 (Kafka's decrementSequence)
+		if lastOffset >= 0 {
+			firstSeq := NoSequence
+			if lastSeq >= 0 {
+				firstSeq = decrementSequence(lastSeq, delta)
 			}
-			firstSeq := int32(first)
 			e.Batches = []BatchMetadata{{FirstSeq: firstSeq, LastSeq: lastSeq, FirstOffset: lastOffset - int64(delta),
 				LastOffset: lastOffset, Timestamp: e.LastTimestamp}}
 		}
 		out[i] = e
 	}
 	return out, nil
+}
+
+// decrementSequence returns the sequence dec before seq, wrapping below 0 to math.MaxInt32
+// (Kafka's DefaultRecordBatch.decrementSequence).
+func decrementSequence(seq, dec int32) int32 {
+	if seq < dec {
+		return math.MaxInt32 - (dec - seq) + 1
+	}
+	return seq - dec
 }
