@@ -4,8 +4,18 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/commitlog-go/commitlog/internal/producerstate"
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
+
+// producerFields is what an idempotent or transactional producer's append puts in its batches'
+// headers: producer id, epoch, the first batch's base sequence, the transactional bit.
+type producerFields struct {
+	producerID    int64
+	producerEpoch int16
+	baseSequence  int32
+	transactional bool
+}
 
 // encoder turns records into batches. Its buffers are reused from call to call (the log keeps
 // encoders in a pool), so encoding allocates nothing per record once warm.
@@ -28,21 +38,31 @@ func (l *Log) getEncoder() *encoder {
 // It also takes each record's timestamp, in the same pass: a record with none, and every record
 // under LogAppendTime, gets now (recs are changed); under CreateTime a timestamp past latest (ms)
 // is ErrInvalidTimestamp (see Log.timestampError), and records before it may have been given now.
-func (e *encoder) encode(recs []*Record, cfg *LogConfig, now time.Time, latest int64) (*pendingWrite, error) {
+//
+// prod, when not nil, is the idempotent or transactional producer whose batches these are: each
+// batch carries its producer id and epoch, a base sequence counted from prod.baseSequence by the
+// records before it, and the transactional bit when prod.transactional.
+func (e *encoder) encode(recs []*Record, cfg *LogConfig, now time.Time, latest int64, prod *producerFields) (*pendingWrite, error) {
 	attrs := recordbatch.Attributes(0).WithCodec(recordbatch.Codec(cfg.Compression))
+	if prod != nil && prod.transactional {
+		attrs |= recordbatch.AttrTransactional
+	}
 	logAppendTime := cfg.TimestampType == LogAppendTime
 	if logAppendTime {
 		attrs |= recordbatch.AttrLogAppendTime
 	}
 	nowMs := now.UnixMilli()
 	hdr := recordbatch.Header{PartitionLeaderEpoch: -1, Attributes: attrs, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	if prod != nil {
+		hdr.ProducerID, hdr.ProducerEpoch, hdr.BaseSequence = prod.producerID, prod.producerEpoch, prod.baseSequence
+	}
 	if logAppendTime {
 		// The builder writes the header's MaxTimestamp for LogAppendTime batches: the append
 		// time, which every record gets.
 		hdr.MaxTimestamp = nowMs
 	}
 	limit := cfg.MaxMessageBytes
-	e.w = pendingWrite{batches: e.w.batches[:0], maxTimestamp: -1}
+	e.w = pendingWrite{batches: e.w.batches[:0], maxTimestamp: -1, producer: prod != nil}
 	e.out = e.out[:0]
 
 	var next int64 // offset of the next record, relative to the call's first
@@ -90,6 +110,9 @@ func (e *encoder) encode(recs []*Record, cfg *LogConfig, now time.Time, latest i
 				return nil, err
 			}
 			hdr.BaseOffset = next
+			if prod != nil {
+				hdr.BaseSequence = producerstate.LastSequence(prod.baseSequence, int32(next)) // wraps as Kafka's sequences do
+			}
 			e.b.Reset(hdr)
 			e.b.AddWithin(limit, ts, r.Key, r.Value, r.Headers) // the first record always goes
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/commitlog-go/commitlog/internal/producerstate"
 	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
@@ -139,6 +140,30 @@ var (
 	// ErrReplicaNotAvailable is returned by Fetch for a replica ID the leader was not given as a
 	// follower (Kafka's REPLICA_NOT_AVAILABLE).
 	ErrReplicaNotAvailable = errors.New("commitlog: replica not available")
+
+	// ErrOutOfOrderSequence is returned for a producer's batch whose first sequence does not
+	// follow the last one the partition holds from it in the same epoch, or a new epoch's batch
+	// that does not start at sequence 0 (Kafka's OUT_OF_ORDER_SEQUENCE_NUMBER); nothing is
+	// written. A retry of a batch the partition holds is no error: it gets the original offsets.
+	ErrOutOfOrderSequence = producerstate.ErrOutOfOrderSequence
+
+	// ErrProducerFenced is returned for a batch, a marker or a transactional call of a producer
+	// epoch older than the newest the store or partition has seen for its producer id: another
+	// instance with the same transactional.id took over, or the coordinator aborted its
+	// transaction on timeout and bumped the epoch (Kafka's PRODUCER_FENCED and
+	// INVALID_PRODUCER_EPOCH). The producer can do nothing more; nothing is written.
+	ErrProducerFenced = producerstate.ErrProducerFenced
+
+	// ErrInvalidTxnState is returned for a transactional call out of turn (Append or Commit with
+	// no transaction begun, Begin inside one, Commit after a failed append) and for a
+	// non-transactional batch from a producer with an open transaction (Kafka's
+	// INVALID_TXN_STATE); nothing is written.
+	ErrInvalidTxnState = producerstate.ErrInvalidTxnState
+
+	// ErrCoordinatorFenced is returned for a transaction marker from a coordinator epoch older
+	// than the last one the partition saw for its producer (Kafka's
+	// TRANSACTION_COORDINATOR_FENCED).
+	ErrCoordinatorFenced = producerstate.ErrCoordinatorFenced
 )
 
 // LogTruncatedError is the error Reader.Next returns, under ResetNone, when a partition's log

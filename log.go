@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
+	"github.com/commitlog-go/commitlog/internal/producerstate"
 	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
@@ -99,6 +100,8 @@ type Log struct {
 	// cleaning is the log's compaction state: its cleaner point, the lock of its cleans
 	// (log_compact.go).
 	cleaning logCleaning
+	// producers is the producer state with its snapshot files (log_producers.go).
+	producers producerState
 }
 
 // OpenLog opens the partition log in dir, creating dir and an empty log when missing, and
@@ -142,6 +145,7 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	l.gc.init()
 	l.cleaning.init(cleanerMemory(o))
 	l.spares = spareFiles{fs: l.fs, dir: dir, logger: l.logger}
+	l.producers = producerState{fs: l.fs, dir: dir, logger: l.logger, m: producerstate.NewManager(0), expiration: o.producerIDExpiration}
 	l.flusher.fs, l.flusher.dir = l.fs, dir
 	if err := fsys.MkdirAllDurable(l.fs, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("commitlog: open %s: %w", dir, err)
@@ -197,6 +201,9 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 		return nil, err
 	}
 	l.leaderEpoch = max(l.latestEpoch(), 0)
+	if err := l.loadProducerState(haveState && st.clean); err != nil {
+		return nil, err
+	}
 	l.flusher.start(l.sync, l, &l.spares, l.logger)
 	return l, nil
 }
@@ -290,6 +297,13 @@ func (l *Log) Close() error {
 			clean = false
 		} else {
 			l.durableSeq = l.appendSeq
+		}
+	}
+	if clean {
+		// Kafka's close takes a producer snapshot at the log end offset: the next open reads it
+		// and replays nothing.
+		if err := l.producers.writeSnapshot(act.NextOffset(), true); err != nil {
+			l.logger.Warn("producer snapshot not written at close; the next open replays from an older one", "err", err)
 		}
 	}
 	for _, s := range l.segments {

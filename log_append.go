@@ -30,6 +30,12 @@ type pendingWrite struct {
 	// firstOffset and lastOffset span the batches' offsets once assigned; maxTimestamp is the
 	// largest batch MaxTimestamp.
 	firstOffset, lastOffset, maxTimestamp int64
+	// producer says that a batch carries a producer id (idempotent, transactional or a
+	// transaction marker): write then checks and updates the producer state (log_producers.go).
+	producer bool
+	// duplicate is set by write when the batches repeat ones the log holds (a producer's retry):
+	// nothing was written, and firstOffset and lastOffset are the original batches' offsets.
+	duplicate bool
 }
 
 // Append encodes recs into a RecordBatch v2 and appends it, assigning consecutive offsets from
@@ -55,6 +61,12 @@ func (l *Log) Append(ctx context.Context, recs ...*Record) error {
 // appendRecords is Append up to the write: it returns the write's ticket for awaitDurable (zero
 // when recs is empty). await says that the caller will call awaitDurable.
 func (l *Log) appendRecords(ctx context.Context, recs []*Record, await bool) (writeTicket, error) {
+	return l.appendProducerRecords(ctx, recs, await, nil)
+}
+
+// appendProducerRecords is appendRecords for the batches of producer prod (nil: none); a retry
+// of batches the log holds sets recs' offsets to the original ones and writes nothing.
+func (l *Log) appendProducerRecords(ctx context.Context, recs []*Record, await bool, prod *producerFields) (writeTicket, error) {
 	if err := ctx.Err(); err != nil {
 		return writeTicket{}, err
 	}
@@ -73,7 +85,7 @@ func (l *Log) appendRecords(ctx context.Context, recs []*Record, await bool) (wr
 	defer l.builders.Put(enc)
 	// The encoder gives records without a timestamp (all, under LogAppendTime) the append time
 	// and checks the others against TimestampAfterMax, as it encodes them.
-	w, err := enc.encode(recs, &l.cfg, now, l.latestTimestamp(now))
+	w, err := enc.encode(recs, &l.cfg, now, l.latestTimestamp(now), prod)
 	if err != nil {
 		return writeTicket{}, err
 	}
@@ -223,6 +235,9 @@ func (l *Log) validateRaw(data []byte, leader bool) (*pendingWrite, error) {
 			w.firstOffset = h.BaseOffset
 		}
 		w.batches = append(w.batches, batchInfo{position: int64(pos), size: h.Size(), baseOffset: h.BaseOffset, lastOffset: h.LastOffset(), maxTimestamp: h.MaxTimestamp})
+		if h.ProducerID >= 0 || h.Attributes.Transactional() {
+			w.producer = true
+		}
 		w.lastOffset = h.LastOffset()
 		w.maxTimestamp = max(w.maxTimestamp, h.MaxTimestamp)
 		next = h.NextOffset()
@@ -272,9 +287,25 @@ func (l *Log) write(w *pendingWrite, assign, await bool) (t writeTicket, firstOf
 	} else if w.firstOffset < leo {
 		return t, 0, fmt.Errorf("%w: base offset %d below the log end offset %d", ErrOffsetOutOfOrder, w.firstOffset, leo)
 	}
+	if w.producer && assign {
+		// A producer's batches: its retry is answered with the original offsets, and the
+		// sequence, epoch and transaction checks refuse the rest before anything is written.
+		pc, err := l.checkProducers(w)
+		if err != nil {
+			return t, 0, err
+		}
+		if pc.duplicate {
+			w.duplicate = true
+			w.firstOffset, w.lastOffset = pc.firstOffset, pc.lastOffset
+			// Acknowledged as the original: once what the log holds now is durable.
+			return writeTicket{seq: l.appendSeq, gen: l.truncGen.Load(), last: pc.lastOffset}, pc.firstOffset, nil
+		}
+	}
 
-	if l.gc.shouldStage(seg, assign, await, l.stageable) {
-		if l.gc.stageFits(seg, w, assign, await, l.stageable) {
+	// A producer's batches are never staged: their producer state changes with their write.
+	stageable := assign && !w.producer
+	if l.gc.shouldStage(seg, stageable, await, l.stageable) {
+		if l.gc.stageFits(seg, w, stageable, await, l.stageable) {
 			return l.gc.stageWrite(seg, w, l.appendSeq, l.truncGen.Load()), w.firstOffset, nil
 		}
 		if err := l.drainStage(); err != nil {
@@ -308,6 +339,17 @@ func (l *Log) write(w *pendingWrite, assign, await bool) (t writeTicket, firstOf
 			l.fail(fmt.Errorf("remove partial write of %s at %d: %w (after %w)", seg.Path(segment.LogSuffix), pos, terr, err))
 		}
 		return t, 0, wrapIOErr("write "+seg.Path(segment.LogSuffix), err)
+	}
+	if w.producer {
+		// In the file, not yet visible: the producer state takes the batches now, so that a
+		// transaction is open (the last stable offset held below it) before a reader can see
+		// its first batch, and an aborted one is in the .txnindex before its marker is.
+		if _, err := l.applyProducers(seg, w); err != nil {
+			if terr := seg.DiscardFrom(pos); terr != nil {
+				l.fail(fmt.Errorf("remove partial write of %s at %d: %w (after %w)", seg.Path(segment.LogSuffix), pos, terr, err))
+			}
+			return t, 0, err
+		}
 	}
 	if err := l.publish(seg, w.data, w.batches, pos, 1, epochsOnDisk); err != nil {
 		return t, 0, err
@@ -468,6 +510,11 @@ func (l *Log) roll(newBase int64) error {
 		if err := old.Remove(); err != nil {
 			return l.fail(fmt.Errorf("remove empty segment %s: %w", old.Path(segment.LogSuffix), err))
 		}
+	}
+	// Kafka's roll takes a producer snapshot at the new segment's base offset: a recovery replays
+	// from the newest one. Unsynced: a lost one only means an older one is read.
+	if err := l.producers.writeSnapshot(newBase, false); err != nil {
+		l.logger.Warn("producer snapshot not written at roll; a recovery replays from an older one", "base_offset", newBase, "err", err)
 	}
 	if !always {
 		l.flusher.wakeUp()

@@ -172,6 +172,11 @@ func (l *Log) planLocked(now time.Time) cleanPlan {
 		// the segment holding it stays dirty.
 		p.uncleanable = segs[segs.find(hw)].BaseOffset()
 	}
+	if fuo := l.producers.m.FirstUndecidedOffset(); fuo >= 0 && fuo < p.uncleanable {
+		// Nor past the first offset of an open transaction (Kafka's firstUncleanableDirtyOffset
+		// takes the first unstable offset): whether its records count is not decided yet.
+		p.uncleanable = segs[segs.find(fuo)].BaseOffset()
+	}
 	youngest := now.UnixMilli() - l.cfg.MinCompactionLag.Milliseconds()
 	p.dirtyFrom = -1
 	for i, s := range segs[:len(segs)-1] {

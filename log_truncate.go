@@ -106,6 +106,11 @@ func (l *Log) truncateTo(offset int64, newEpoch bool) error {
 	}
 	l.owner.cutLegacy(keep.NextOffset())
 	l.cutCleanerPoint(keep.NextOffset())
+	// The producer state forgets the batches cut: it is read again from the newest snapshot at or
+	// below the new end, and the batches after it replayed (Kafka's truncateTo reloads it so).
+	if err := l.loadProducerState(false); err != nil {
+		return l.fail(fmt.Errorf("reload producer state after truncation to %d: %w", keep.NextOffset(), err))
+	}
 	l.logger.Info("truncated", "offset", offset, "log_end_offset", keep.NextOffset())
 	return nil
 }
@@ -156,6 +161,10 @@ func (l *Log) truncateFullyAndStartAt(offset int64) error {
 		return l.fail(err)
 	}
 	l.owner.cutLegacy(offset)
+	l.producers.m.Reset(offset)
+	if err := l.producers.removeSnapshots(func(int64) bool { return true }); err != nil {
+		l.logger.Warn("producer snapshots not removed", "err", err)
+	}
 	l.logger.Info("log started over", "log_start_offset", offset)
 	return nil
 }

@@ -37,6 +37,9 @@ func checkTopicName(name string) error {
 	if why := validName(name); why != "" {
 		return fmt.Errorf("%w: %q: %s", ErrInvalidTopicName, name, why)
 	}
+	if isInternalTopic(name) {
+		return fmt.Errorf("%w: %q is an internal topic of the store's transaction coordinator", ErrInvalidTopicName, name)
+	}
 	return nil
 }
 

@@ -25,6 +25,10 @@ type options struct {
 	cleanerDedupe  int64         // log.cleaner.dedupe.buffer.size, bytes, shared by the threads
 	cleanerBackoff time.Duration // log.cleaner.backoff.ms
 
+	producerIDExpiration time.Duration // producer.id.expiration.ms
+	transactionTimeout   time.Duration // transaction.max.timeout.ms (the coordinator's bound)
+	txnCheckInterval     time.Duration // transaction.abort.timed.out.transaction.cleanup.interval.ms
+
 	caches segment.Caches // the segments' open-file bound and record position cache, one per call
 	// cleanerPoints is the store's cleaner-offset-checkpoint, set by Open for its partitions;
 	// nil for a log opened on its own, whose cleaner point lives in memory only.
@@ -33,7 +37,9 @@ type options struct {
 
 func newOptions(opts []Option) options {
 	o := options{now: time.Now, retentionCheckInterval: DefaultRetentionCheckInterval,
-		cleanerThreads: DefaultCleanerThreads, cleanerDedupe: DefaultCleanerDedupeBufferSize, cleanerBackoff: DefaultCleanerBackoff}
+		cleanerThreads: DefaultCleanerThreads, cleanerDedupe: DefaultCleanerDedupeBufferSize, cleanerBackoff: DefaultCleanerBackoff,
+		producerIDExpiration: DefaultProducerIDExpiration, transactionTimeout: DefaultTransactionMaxTimeout,
+		txnCheckInterval: DefaultTransactionCheckInterval}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -141,3 +147,39 @@ func WithCleanerDedupeBufferSize(bytes int64) Option {
 // WithCleanerBackoff sets log.cleaner.backoff.ms: how long a cleaner thread that found no log
 // due waits before it looks again (default 15 s).
 func WithCleanerBackoff(d time.Duration) Option { return func(o *options) { o.cleanerBackoff = d } }
+
+// WithProducerIDExpiration sets how long a producer id is remembered by a partition after its
+// last write (Kafka's producer.id.expiration.ms, DefaultProducerIDExpiration, a day): a producer
+// silent for longer loses its sequence state there, and its next batch is taken at any sequence.
+// A producer with an open transaction never expires. d <= 0 keeps the default.
+func WithProducerIDExpiration(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.producerIDExpiration = d
+		}
+	}
+}
+
+// WithTransactionMaxTimeout sets the largest transaction timeout a transactional producer may ask
+// for (Kafka's transaction.max.timeout.ms, DefaultTransactionMaxTimeout, 15 minutes): NewProducer
+// with a larger ProducerConfig.TransactionTimeout returns ErrInvalidConfig. d <= 0 keeps the
+// default.
+func WithTransactionMaxTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.transactionTimeout = d
+		}
+	}
+}
+
+// WithTransactionCheckInterval sets how often the store's transaction coordinator looks for
+// transactions open longer than their timeout and aborts them (Kafka's
+// transaction.abort.timed.out.transaction.cleanup.interval.ms, DefaultTransactionCheckInterval,
+// 10 s). d <= 0 keeps the default.
+func WithTransactionCheckInterval(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.txnCheckInterval = d
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
+	"github.com/commitlog-go/commitlog/internal/txnindex"
 )
 
 // StartPosition says where a reader begins in each partition that has no committed position.
@@ -49,6 +50,30 @@ const (
 	ResetLatest
 )
 
+// IsolationLevel says which records of transactions a reader sees: Kafka's isolation.level.
+type IsolationLevel int8
+
+const (
+	// ReadUncommitted reads every record up to the high watermark, those of open and aborted
+	// transactions included. It is the zero value, as read_uncommitted is Kafka's default.
+	ReadUncommitted IsolationLevel = iota
+	// ReadCommitted reads only up to the last stable offset (Partition.LastStableOffset) and
+	// skips the batches of aborted transactions, as Kafka's read_committed consumer does: it
+	// never returns a record of a transaction that is open or was aborted.
+	ReadCommitted
+)
+
+// String returns Kafka's name of the level: read_uncommitted or read_committed.
+func (il IsolationLevel) String() string {
+	switch il {
+	case ReadUncommitted:
+		return "read_uncommitted"
+	case ReadCommitted:
+		return "read_committed"
+	}
+	return fmt.Sprintf("IsolationLevel(%d)", int8(il))
+}
+
 // DefaultReaderMaxBytes is the bytes a reader fetches from one partition at a time (Kafka's
 // max.partition.fetch.bytes).
 const DefaultReaderMaxBytes = 1 << 20
@@ -75,6 +100,10 @@ type ReaderConfig struct {
 	AutoCommitInterval time.Duration
 	// MaxBytes is how much to fetch from a partition at a time; 0 means DefaultReaderMaxBytes.
 	MaxBytes int
+	// Isolation is ReadUncommitted (the default) or ReadCommitted. Under ReadCommitted the
+	// reader's end in each partition is its last stable offset rather than its high watermark:
+	// Latest, ResetLatest, SeekToLatest and Lag use it.
+	Isolation IsolationLevel
 }
 
 // Reader reads one topic's records from its own positions, one per partition, without disturbing
@@ -197,8 +226,17 @@ func (r *Reader) startOffset(p *Partition) (int64, error) {
 	case AtTime:
 		return p.OffsetForTime(r.cfg.StartTime)
 	default:
-		return p.HighWatermark(), nil
+		return r.end(p), nil
 	}
+}
+
+// end returns where the reader's records end in p: the high watermark, or under ReadCommitted
+// the last stable offset.
+func (r *Reader) end(p *Partition) int64 {
+	if r.cfg.Isolation == ReadCommitted {
+		return p.LastStableOffset()
+	}
+	return p.HighWatermark()
 }
 
 // setPosition moves rp to off, a position the log chose, with the epoch the log gives the record
@@ -299,17 +337,21 @@ func (r *Reader) pollLocked() (*Record, error) {
 // position is out of range. Callers hold mu.
 func (r *Reader) fetch(rp *readerPartition) error {
 	for attempt := 0; ; attempt++ {
-		if rp.pos == rp.p.HighWatermark() {
+		end := r.end(rp.p)
+		if rp.pos == end || (r.cfg.Isolation == ReadCommitted && rp.pos > end && rp.pos <= rp.p.HighWatermark()) {
 			return nil
 		}
 		var err error
 		r.scratch, err = rp.p.ReadBatches(r.scratch[:0], rp.pos, r.cfg.MaxBytes)
+		if err == nil && r.cfg.Isolation == ReadCommitted {
+			r.scratch, err = r.committedOnly(rp, r.scratch, end)
+		}
 		if errors.Is(err, ErrOffsetOutOfRange) && attempt == 0 && r.cfg.Reset != ResetNone {
 			from := rp.pos
 			if r.cfg.Reset == ResetEarliest {
 				rp.setPosition(rp.p.LogStartOffset())
 			} else {
-				rp.setPosition(rp.p.HighWatermark())
+				rp.setPosition(r.end(rp.p))
 			}
 			rp.p.log.logger.Info("reader position out of range; reset", "reader", r.cfg.Name,
 				"topic", rp.p.Topic(), "partition", rp.p.id, "from", from, "to", rp.pos)
@@ -328,7 +370,8 @@ func (r *Reader) fetch(rp *readerPartition) error {
 		rp.buf = recs
 		rp.epochs = recordEpochs(rp.epochs[:0], recs, r.scratch)
 		if len(recs) == 0 && len(r.scratch) > 0 {
-			// Only control records: pass over their offsets.
+			// Only control records (or, under ReadCommitted, aborted batches): pass over their
+			// offsets.
 			rp.pos, rp.epoch = lastNextOffset(r.scratch)
 			continue
 		}
@@ -502,10 +545,10 @@ func (r *Reader) SeekToEarliest() error {
 	return r.seekAll(func(p *Partition) (int64, error) { return p.LogStartOffset(), nil })
 }
 
-// SeekToLatest moves every partition's position to its high watermark: only records appended
-// from now on are read.
+// SeekToLatest moves every partition's position to its high watermark (under ReadCommitted, its
+// last stable offset): only records appended from now on are read.
 func (r *Reader) SeekToLatest() error {
-	return r.seekAll(func(p *Partition) (int64, error) { return p.HighWatermark(), nil })
+	return r.seekAll(func(p *Partition) (int64, error) { return r.end(p), nil })
 }
 
 // Position returns the offset of the next record the reader returns from partition.
@@ -535,13 +578,14 @@ func (r *Reader) Positions() map[int32]int64 {
 }
 
 // Lag returns, per partition read, how many offsets lie between the reader's position and the
-// high watermark (0 when caught up; negative never).
+// high watermark, or under ReadCommitted the last stable offset (0 when caught up; negative
+// never).
 func (r *Reader) Lag() map[int32]int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := make(map[int32]int64, len(r.parts))
 	for _, rp := range r.parts {
-		m[rp.p.id] = max(rp.p.HighWatermark()-rp.pos, 0)
+		m[rp.p.id] = max(r.end(rp.p)-rp.pos, 0)
 	}
 	return m
 }
@@ -570,4 +614,65 @@ func (r *Reader) Close() error {
 		r.positions.closeReader(r.cfg.Name, r)
 	}
 	return err
+}
+
+// committedOnly cuts b, the batches read from rp's position, to those wholly below the last
+// stable offset lso, and turns the batches of aborted transactions into empty ones in place, as
+// Kafka's read_committed consumer drops them with the fetch response's aborted transactions: a
+// transactional batch is aborted when its producer has an aborted transaction whose first offset
+// is at or below the batch and whose ABORT marker is after it. An aborted batch keeps its header
+// (its offsets are passed over) with its record count set to zero, so the decode returns nothing
+// of it.
+func (r *Reader) committedOnly(rp *readerPartition, b []byte, lso int64) ([]byte, error) {
+	b = b[:belowOffset(b, lso)]
+	if len(b) == 0 {
+		return b, nil
+	}
+	aborted, err := rp.p.log.abortedTxns(nil, rp.pos, lso)
+	if err != nil || len(aborted) == 0 {
+		return b, err
+	}
+	out := b[:0]
+	for rest := b; len(rest) >= recordbatch.HeaderSize; {
+		h, err := recordbatch.ParseHeader(rest, 0)
+		if err != nil || h.Size() > len(rest) {
+			break
+		}
+		batch := rest[:h.Size()]
+		rest = rest[h.Size():]
+		if h.Attributes.Transactional() && !h.Attributes.Control() && isAborted(aborted, h.ProducerID, h.BaseOffset) {
+			// Dropped; if it is the last, its offsets must still be passed over: keep its
+			// header only, as an empty control batch the decode skips.
+			if len(rest) < recordbatch.HeaderSize {
+				out = append(out, emptyControlHeader(&h)...)
+			}
+			continue
+		}
+		out = append(out, batch...)
+	}
+	return out, nil
+}
+
+// isAborted reports whether a batch of producer pid at offset belongs to one of the aborted
+// transactions.
+func isAborted(aborted []txnindex.AbortedTxn, pid, offset int64) bool {
+	for _, a := range aborted {
+		if a.ProducerID == pid && a.FirstOffset <= offset && offset < a.LastOffset {
+			return true
+		}
+	}
+	return false
+}
+
+// emptyControlHeader returns a batch of no records spanning h's offsets, marked control so that
+// every decode passes over it: what stands in for a dropped last batch, so that the reader's
+// position moves past it.
+func emptyControlHeader(h *recordbatch.Header) []byte {
+	e := *h
+	e.Attributes = recordbatch.AttrControl | recordbatch.AttrTransactional
+	e.RecordCount = 0
+	e.BatchLength = recordbatch.HeaderSize - 12
+	b := make([]byte, recordbatch.HeaderSize)
+	recordbatch.PutHeader(b, &e)
+	return b
 }

@@ -84,6 +84,7 @@ func (l *Log) ApplyRetentionAt(now time.Time) (int, error) {
 	if err := l.checkWritable(); err != nil {
 		return 0, err
 	}
+	l.expireProducers(now)
 	n := l.retentionCount(now)
 	if n == 0 {
 		return 0, l.sweepRetired(now, false)
@@ -119,6 +120,7 @@ func (l *Log) ApplyRetentionAt(now time.Time) (int, error) {
 	if err := l.trimEpochs(newStart, l.LogEndOffset()); err != nil {
 		l.logger.Warn("leader epoch checkpoint not trimmed", "err", err)
 	}
+	l.trimProducers(newStart)
 	return n, nil
 }
 
@@ -156,6 +158,13 @@ func (l *Log) retentionCount(now time.Time) int {
 	// nowhere else yet.
 	if hw := l.owner.retentionLimit(); hw >= 0 {
 		for n > 0 && ends[n-1] > hw {
+			n--
+		}
+	}
+	// Nor past the first offset of an open transaction: its records, and the producer state
+	// that knows them, must stay until its marker decides them.
+	if fuo := l.producers.m.FirstUndecidedOffset(); fuo >= 0 {
+		for n > 0 && ends[n-1] > fuo {
 			n--
 		}
 	}
@@ -214,5 +223,15 @@ func (l *Log) advanceLogStartOffset(offset int64) error {
 	if err := l.trimEpochs(offset, l.LogEndOffset()); err != nil {
 		l.logger.Warn("leader epoch checkpoint not trimmed", "err", err)
 	}
+	l.trimProducers(offset)
 	return nil
+}
+
+// trimProducers drops what the producer state holds below a new log start offset start, and the
+// snapshots below it (Kafka's onLogStartOffsetIncremented and deleteSnapshotsBefore).
+func (l *Log) trimProducers(start int64) {
+	l.producers.m.TruncateHead(start)
+	if err := l.producers.removeSnapshots(func(off int64) bool { return off < start }); err != nil {
+		l.logger.Warn("producer snapshots below the log start offset not removed", "err", err)
+	}
 }

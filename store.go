@@ -48,6 +48,8 @@ type Store struct {
 	retentionDone chan struct{} // closed when the background retention goroutine ends
 
 	cleaner storeCleaner // the background cleaner threads (store_cleaner.go)
+	// txn is the transaction coordinator with its internal logs (txn_coordinator.go).
+	txn *txnCoordinator
 }
 
 // Open opens the log directory dir, creating it when missing, and every topic in it. Partition
@@ -92,6 +94,10 @@ func Open(dir string, opts ...Option) (s *Store, err error) {
 	if err := s.load(); err != nil {
 		return nil, err
 	}
+	if s.txn, err = openCoordinator(s); err != nil {
+		return nil, err
+	}
+	s.txn.start()
 	s.startRetention()
 	s.startCleaner()
 	return s, nil
@@ -191,8 +197,8 @@ func (s *Store) load() error {
 			continue
 		}
 		topic, p, ok := parsePartitionDirName(name)
-		if !ok {
-			continue
+		if !ok || isInternalTopic(topic) {
+			continue // the transaction coordinator's logs are its own (txn_coordinator.go)
 		}
 		info, err := s.o.fs.Lstat(filepath.Join(s.dir, name))
 		if err != nil {
@@ -534,6 +540,7 @@ func (s *Store) Close() error {
 	for _, r := range readers {
 		errs = append(errs, r.Close())
 	}
+	errs = append(errs, s.txn.close())
 	for _, t := range topics {
 		errs = append(errs, t.close())
 	}
