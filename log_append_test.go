@@ -20,9 +20,16 @@ import (
 // leader replaces), leader epoch, producer id, epoch and sequence, and the given codec.
 func producerBatch(t *testing.T, base int64, codec recordbatch.Codec, recs []*Record) []byte {
 	t.Helper()
+	return producerBatchSeq(t, base, 100, codec, recs)
+}
+
+// producerBatchSeq is producerBatch with base sequence seq: a producer's batches that follow
+// each other carry sequences that do.
+func producerBatchSeq(t *testing.T, base int64, seq int32, codec recordbatch.Codec, recs []*Record) []byte {
+	t.Helper()
 	return encodeBatchWith(t, recordbatch.Header{BaseOffset: base, PartitionLeaderEpoch: 7,
 		Attributes: recordbatch.Attributes(0).WithCodec(codec), ProducerID: 4242, ProducerEpoch: 3,
-		BaseSequence: 100}, recs)
+		BaseSequence: seq}, recs)
 }
 
 // resign recomputes the CRC of the batch at the start of b after a test changed a covered field.
@@ -37,7 +44,7 @@ func TestAppendAsLeader(t *testing.T) {
 		want := appendBatches(t, l, 1, 10)
 
 		b1 := producerBatch(t, 777, recordbatch.CodecNone, workloadRecords(10, 5))
-		b2 := producerBatch(t, 3, recordbatch.CodecGzip, workloadRecords(15, 3))
+		b2 := producerBatchSeq(t, 3, 105, recordbatch.CodecGzip, workloadRecords(15, 3))
 		in := slices.Concat(b1, b2)
 		orig := slices.Clone(in)
 		first, last, err := l.AppendAsLeader(context.Background(), in)
@@ -87,7 +94,7 @@ func TestAppendAsFollower(t *testing.T) {
 
 		// At the log end offset, then after a gap (compaction leaves gaps): stored byte for byte.
 		b1 := producerBatch(t, 10, recordbatch.CodecNone, workloadRecords(10, 5))
-		b2 := producerBatch(t, 20, recordbatch.CodecSnappy, workloadRecords(20, 2))
+		b2 := producerBatchSeq(t, 20, 105, recordbatch.CodecSnappy, workloadRecords(20, 2))
 		in := slices.Concat(b1, b2)
 		last, err := l.AppendAsFollower(context.Background(), slices.Clone(in))
 		require.NoError(t, err)
@@ -286,7 +293,7 @@ func TestAppendManyBatchesIntoSmallIndex(t *testing.T) {
 		var want []*Record
 		for i := range 12 {
 			recs := workloadRecords(i, 1)
-			in = append(in, producerBatch(t, 0, recordbatch.CodecNone, recs)...)
+			in = append(in, producerBatchSeq(t, 0, int32(i), recordbatch.CodecNone, recs)...)
 			want = append(want, withOffsets(recs, int64(i))...)
 		}
 		first, last, err := l.AppendAsLeader(context.Background(), in)

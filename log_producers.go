@@ -354,9 +354,9 @@ type producerCheck struct {
 // ErrOutOfOrderSequence. Callers hold appendMu.
 func (l *Log) checkProducers(w *pendingWrite) (producerCheck, error) {
 	var pc producerCheck
-	dups := 0
+	dups, fresh := 0, 0
 	var pending map[int64]producerstate.Batch // earlier batches of this write, by producer
-	for i, b := range w.batches {
+	for _, b := range w.batches {
 		h, err := recordbatch.ParseHeader(w.data[b.position:], 0)
 		if err != nil {
 			return pc, fmt.Errorf("%w: %w", ErrCorrupt, err)
@@ -365,9 +365,9 @@ func (l *Log) checkProducers(w *pendingWrite) (producerCheck, error) {
 			if h.Attributes.Transactional() {
 				return pc, fmt.Errorf("%w: transactional batch at offset %d without a producer id", ErrInvalidRecord, h.BaseOffset)
 			}
+			fresh++
 			continue
 		}
-		pb := producerBatchOf(&h)
 		if h.Attributes.Control() {
 			mk, err := parseMarker(w.data[b.position:b.position+int64(b.size)], &h)
 			if err != nil {
@@ -376,14 +376,12 @@ func (l *Log) checkProducers(w *pendingWrite) (producerCheck, error) {
 			if err := l.producers.m.CheckMarker(mk); err != nil {
 				return pc, err
 			}
+			fresh++
 			continue
 		}
-		if prev, ok := pending[pb.ProducerID]; ok {
-			// A second batch of one producer in one write: it must follow the first.
-			if pb.Epoch != prev.Epoch || pb.FirstSeq != producerstate.LastSequence(prev.LastSeq, 1) {
-				return pc, fmt.Errorf("%w: producer %d's batch at offset %d does not follow its batch before it in the same write", ErrOutOfOrderSequence, pb.ProducerID, h.BaseOffset)
-			}
-		} else if orig, ok := l.producers.m.FindDuplicate(pb); ok {
+		pb := producerBatchOf(&h)
+		if orig, ok := l.producers.m.FindDuplicate(pb); ok {
+			// A retry: answered with the original offsets, if the whole write is one.
 			if dups == 0 {
 				pc.firstOffset = orig.FirstOffset
 			} else if orig.FirstOffset != pc.lastOffset+1 {
@@ -391,25 +389,25 @@ func (l *Log) checkProducers(w *pendingWrite) (producerCheck, error) {
 			}
 			pc.lastOffset = orig.LastOffset
 			dups++
-			if pending == nil {
-				pending = map[int64]producerstate.Batch{}
-			}
-			pending[pb.ProducerID] = pb
 			continue
+		}
+		if prev, ok := pending[pb.ProducerID]; ok {
+			// A second batch of one producer in one write: it must follow the first.
+			if pb.Epoch != prev.Epoch || pb.FirstSeq != producerstate.LastSequence(prev.LastSeq, 1) {
+				return pc, fmt.Errorf("%w: producer %d's batch at offset %d does not follow its batch before it in the same write", ErrOutOfOrderSequence, pb.ProducerID, h.BaseOffset)
+			}
 		} else if err := l.producers.m.Check(pb); err != nil {
 			return pc, err
-		}
-		if dups > 0 && i > 0 {
-			return pc, fmt.Errorf("%w: producer %d's write repeats some batches the log holds and adds others", ErrOutOfOrderSequence, pb.ProducerID)
 		}
 		if pending == nil {
 			pending = map[int64]producerstate.Batch{}
 		}
 		pending[pb.ProducerID] = pb
+		fresh++
 	}
 	if dups > 0 {
-		if dups != len(w.batches) {
-			return pc, fmt.Errorf("%w: a write repeats some batches the log holds and adds others", ErrOutOfOrderSequence)
+		if fresh > 0 {
+			return pc, fmt.Errorf("%w: a write repeats %d batches the log holds and adds %d others", ErrOutOfOrderSequence, dups, fresh)
 		}
 		pc.duplicate = true
 	}

@@ -84,6 +84,9 @@ func (s *Store) NewProducer(ctx context.Context, cfg ProducerConfig) (*Producer,
 		return nil, fmt.Errorf("%w: transaction.timeout.ms %d outside [1, %d] (transaction.max.timeout.ms)", ErrInvalidConfig,
 			cfg.TransactionTimeout.Milliseconds(), s.o.transactionTimeout.Milliseconds())
 	}
+	if err := s.txn.ensureOpen(); err != nil {
+		return nil, err
+	}
 	p := &Producer{s: s, cfg: cfg, seqs: map[topicPartition]int32{}, added: map[topicPartition]bool{}}
 	if cfg.TransactionalID == "" {
 		pid, err := s.txn.allocateProducerID()

@@ -94,8 +94,12 @@ func Open(dir string, opts ...Option) (s *Store, err error) {
 	if err := s.load(); err != nil {
 		return nil, err
 	}
-	if s.txn, err = openCoordinator(s); err != nil {
-		return nil, err
+	s.txn = newCoordinator(s)
+	if s.txn.internalLogsExist() {
+		// Transactions a crash interrupted are finished before the store is used.
+		if err := s.txn.ensureOpen(); err != nil {
+			return nil, err
+		}
 	}
 	s.txn.start()
 	s.startRetention()

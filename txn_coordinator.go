@@ -99,7 +99,10 @@ type txnFields struct {
 
 // txnCoordinator is the store's transaction coordinator. Safe for concurrent use.
 type txnCoordinator struct {
-	s       *Store
+	s *Store
+	// openMu guards opened and the opening of the logs below (ensureOpen).
+	openMu  sync.Mutex
+	opened  bool
 	log     *Log // __transaction_state-0
 	offsets *Log // __consumer_offsets-0
 
@@ -114,29 +117,58 @@ type txnCoordinator struct {
 	started  bool
 }
 
-// openCoordinator opens the coordinator's logs in the store's folder and recovers the
-// transactions they describe. Called by Open once the topics are open.
-func openCoordinator(s *Store) (*txnCoordinator, error) {
-	c := &txnCoordinator{s: s, txns: map[string]*txnMetadata{}, stop: make(chan struct{}), done: make(chan struct{})}
-	o := s.o
+// newCoordinator returns the store's coordinator with its logs not yet open: a store whose
+// folder has no coordinator log opens them at its first NewProducer (ensureOpen), so that a store
+// that never uses producers has no internal folders, files or descriptors.
+func newCoordinator(s *Store) *txnCoordinator {
+	return &txnCoordinator{s: s, txns: map[string]*txnMetadata{}, stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// internalLogsExist reports whether the store's folder holds a coordinator log: then Open opens
+// them at once, and recovers the transactions a crash interrupted.
+func (c *txnCoordinator) internalLogsExist() bool {
+	for _, t := range []string{transactionStateTopic, consumerOffsetsTopic} {
+		if _, err := c.s.o.fs.Stat(filepath.Join(c.s.dir, partitionDirName(t, 0))); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// ensureOpen opens the coordinator's logs and recovers the transactions they describe, once.
+func (c *txnCoordinator) ensureOpen() error {
+	c.openMu.Lock()
+	defer c.openMu.Unlock()
+	if c.opened {
+		return nil
+	}
+	o := c.s.o
 	o.cleanerPoints = nil // the internal logs keep their cleaner points in memory
 	var err error
-	c.log, err = openLog(filepath.Join(s.dir, partitionDirName(transactionStateTopic, 0)),
+	c.log, err = openLog(filepath.Join(c.s.dir, partitionDirName(transactionStateTopic, 0)),
 		LogConfig{CleanupPolicy: CleanupCompact, Sync: SyncAlways}, o, false, false)
 	if err != nil {
-		return nil, fmt.Errorf("commitlog: open the transaction state log: %w", err)
+		return fmt.Errorf("commitlog: open the transaction state log: %w", err)
 	}
-	c.offsets, err = openLog(filepath.Join(s.dir, partitionDirName(consumerOffsetsTopic, 0)),
+	c.offsets, err = openLog(filepath.Join(c.s.dir, partitionDirName(consumerOffsetsTopic, 0)),
 		LogConfig{CleanupPolicy: CleanupCompact, Sync: SyncAlways}, o, false, false)
 	if err != nil {
 		c.log.Close()
-		return nil, fmt.Errorf("commitlog: open the consumer offsets log: %w", err)
+		return fmt.Errorf("commitlog: open the consumer offsets log: %w", err)
 	}
 	if err := c.load(); err != nil {
-		c.close()
-		return nil, err
+		errors.Join(c.log.Close(), c.offsets.Close())
+		return err
 	}
-	return c, nil
+	c.opened = true
+	return nil
+}
+
+// isOpen reports whether ensureOpen has opened the logs.
+func (c *txnCoordinator) isOpen() bool {
+	c.openMu.Lock()
+	defer c.openMu.Unlock()
+	return c.opened
 }
 
 // load reads the producer id checkpoint and replays the transaction state log, then finishes
@@ -156,6 +188,7 @@ func (c *txnCoordinator) load() error {
 		// The ids in use are found below: in the state log and in every partition's producers.
 		c.s.o.logger.Warn("producer id checkpoint unreadable; the next id follows the largest in use", "file", path, "err", err)
 	}
+	c.s.mu.RLock()
 	for _, t := range c.s.topics {
 		for _, p := range t.partitions {
 			for _, ps := range p.log.Producers() {
@@ -163,6 +196,7 @@ func (c *txnCoordinator) load() error {
 			}
 		}
 	}
+	c.s.mu.RUnlock()
 	for _, ps := range c.offsets.Producers() {
 		c.nextPID = max(c.nextPID, ps.ProducerID+1)
 	}
@@ -243,6 +277,12 @@ func (c *txnCoordinator) close() error {
 	if c.started {
 		<-c.done
 	}
+	c.openMu.Lock()
+	defer c.openMu.Unlock()
+	if !c.opened {
+		return nil
+	}
+	c.opened = false
 	return errors.Join(c.log.Close(), c.offsets.Close())
 }
 
@@ -252,6 +292,9 @@ func (c *txnCoordinator) close() error {
 // ErrProducerFenced), and ABORT markers end it in every partition it touched. It returns how
 // many it aborted.
 func (c *txnCoordinator) AbortTimedOut(ctx context.Context) int {
+	if !c.isOpen() {
+		return 0
+	}
 	now := c.s.o.now()
 	c.mu.Lock()
 	ms := slices.Collect(maps.Values(c.txns))
