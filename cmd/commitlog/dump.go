@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,25 +14,37 @@ import (
 
 	"github.com/commitlog-go/commitlog/internal/checkpoint"
 	"github.com/commitlog-go/commitlog/internal/fsys"
+	"github.com/commitlog-go/commitlog/internal/producerstate"
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
+	"github.com/commitlog-go/commitlog/internal/txnindex"
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func newDumpCommand(g *globals) *cobra.Command {
 	var records bool
 	cmd := &cobra.Command{
 		Use:   "dump [--records] FILE...",
-		Short: "Print the batches of .log files and the entries of .index and .timeindex files",
+		Short: "Print the batches of .log files and the entries of index, snapshot and state files",
 		Long: `Print what segment files hold, as Kafka's kafka-dump-log does: for a .log file every batch
-(base and last offset, record count, position, size, codec, timestamps, producer fields, and
-whether its CRC is valid), and with --records every record; for a .index file its entries
-(offset, position), for a .timeindex file its entries (timestamp, offset). The store's own state
-files (commitlog-state, commitlog-replication, commitlog-topics, commitlog-reader-NAME) print their contents.
+(base and last offset, record count, position, size, codec, timestamps, the producer fields:
+producer id, epoch, base and last sequence, whether it is transactional and whether it is a
+control batch, and whether its CRC is valid), and with --records every record, a transaction
+marker (the record of a control batch) as its type, COMMIT or ABORT, and the coordinator epoch;
+for a .index file its entries (offset, position), for a .timeindex file its entries (timestamp,
+offset); for a .txnindex file its aborted transactions (producer id, first offset, the offset of
+the ABORT marker, the last stable offset when it was written); for a .snapshot file (the
+producers' state at the offset its name gives) every producer: id, epoch, coordinator epoch, the
+first offset of its open transaction (-1 when none), the timestamp of its last write, and its
+last batch's first and last sequence, last offset, offset delta and timestamp. The store's own
+state files (commitlog-state, commitlog-replication, commitlog-topics, commitlog-producer-ids,
+commitlog-reader-NAME) print their contents.
 
 Damage is reported where it is found, and the dump goes on from the next whole batch. Files are
 only read. Exit code 1 when a file is damaged or cannot be read.`,
 		Example: `  commitlog dump commitlog-data/flights-0/00000000000000000000.log
-  commitlog dump --records commitlog-data/flights-0/*.log`,
+  commitlog dump --records commitlog-data/flights-0/*.log
+  commitlog dump commitlog-data/flights-0/*.txnindex commitlog-data/flights-0/*.snapshot`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageError("give at least one file to dump")
@@ -55,6 +68,8 @@ const (
 	kindOffsetIndex
 	kindTimeIndex
 	kindCheckpoint
+	kindSnapshot
+	kindTxnIndex
 )
 
 func kindOf(path string) fileKind {
@@ -66,7 +81,12 @@ func kindOf(path string) fileKind {
 		return kindOffsetIndex
 	case strings.HasSuffix(name, timeIndexSuffix):
 		return kindTimeIndex
-	case name == "commitlog-state" || name == "commitlog-replication" || name == "commitlog-topics" || strings.HasPrefix(name, "commitlog-reader-"):
+	case strings.HasSuffix(name, txnIndexSuffix):
+		return kindTxnIndex
+	case strings.HasSuffix(name, producerstate.SnapshotSuffix):
+		return kindSnapshot
+	case name == "commitlog-state" || name == "commitlog-replication" || name == "commitlog-topics" ||
+		name == "commitlog-producer-ids" || strings.HasPrefix(name, "commitlog-reader-"):
 		return kindCheckpoint
 	}
 	return kindUnknown
@@ -75,7 +95,7 @@ func kindOf(path string) fileKind {
 func dump(g *globals, files []string, records bool) error {
 	for _, f := range files {
 		if kindOf(f) == kindUnknown {
-			return usageError("%s: not a .log, .index or .timeindex file, nor a commitlog state file", f)
+			return usageError("%s: not a .log, .index, .timeindex, .txnindex or .snapshot file, nor a commitlog state file", f)
 		}
 	}
 	out := bufio.NewWriterSize(g.io.out, 64<<10)
@@ -147,6 +167,13 @@ func dumpFile(w io.Writer, path string, records bool) (int, error) {
 		return dumpLog(w, f, st.Size(), records)
 	case kindOffsetIndex:
 		return dumpOffsetIndex(w, f, st.Size(), base, named)
+	case kindTxnIndex:
+		return dumpTxnIndex(w, f, st.Size(), path)
+	case kindSnapshot:
+		if off, ok := producerstate.ParseSnapshotName(filepath.Base(path)); ok {
+			fmt.Fprintf(w, "Snapshot offset: %d\n", off)
+		}
+		return dumpSnapshot(w, f, st.Size(), path)
 	default:
 		return dumpTimeIndex(w, f, st.Size(), base, named)
 	}
@@ -183,8 +210,12 @@ func dumpLog(w io.Writer, r io.ReaderAt, size int64, records bool) (int, error) 
 		}
 		if records {
 			for rec := range ev.batch.Records() {
-				line = appendRecordLine(line[:0], &ev.batch, &rec)
+				var bad bool
+				line, bad = appendRecordLine(line[:0], &ev.batch, &rec)
 				w.Write(line)
+				if bad {
+					damaged++
+				}
 			}
 		}
 		return nil
@@ -216,8 +247,11 @@ func appendBatchLine(b []byte, ev *batchEvent) []byte {
 	return b
 }
 
-// appendRecordLine writes a record's line: kafka-dump-log's, key and payload included.
-func appendRecordLine(b []byte, batch *recordbatch.Batch, r *recordbatch.Record) []byte {
+// appendRecordLine writes a record's line: kafka-dump-log's, key and payload included; for the
+// record of a control batch, what it says (a transaction marker: "endTxnMarker: COMMIT
+// coordinatorEpoch: 3") instead of its key and payload. It reports whether the record is a
+// control record that does not decode, which the line says (damage).
+func appendRecordLine(b []byte, batch *recordbatch.Batch, r *recordbatch.Record) ([]byte, bool) {
 	h := &batch.Header
 	seq := int64(-1)
 	if h.BaseSequence >= 0 {
@@ -244,6 +278,10 @@ func appendRecordLine(b []byte, batch *recordbatch.Batch, r *recordbatch.Record)
 		b = appendPrintable(b, []byte(hd.Key))
 	}
 	b = append(b, ']')
+	if h.Attributes.Control() {
+		b, ok := appendControl(b, r)
+		return append(b, '\n'), !ok
+	}
 	if r.Key != nil {
 		b = append(b, " key: "...)
 		b = appendPrintable(b, r.Key)
@@ -252,7 +290,41 @@ func appendRecordLine(b []byte, batch *recordbatch.Batch, r *recordbatch.Record)
 		b = append(b, " payload: "...)
 		b = appendPrintable(b, r.Value)
 	}
-	return append(b, '\n')
+	return append(b, '\n'), false
+}
+
+// appendControl writes what a control record says, as kafka-dump-log does: its key is Kafka's
+// ControlRecordKey (version, type); for a transaction marker (ABORT, COMMIT) its value is an
+// EndTxnMarker (version, coordinator epoch). Other control types (KRaft's) print their type only.
+// It reports false, with the key and payload quoted, when the record does not decode.
+func appendControl(b []byte, r *recordbatch.Record) ([]byte, bool) {
+	var key kmsg.ControlRecordKey
+	if err := key.ReadFrom(r.Key); err != nil || r.Key == nil {
+		b = fmt.Appendf(b, " damaged: the control record's key is not a ControlRecordKey (version int16, type int16): %d bytes", len(r.Key))
+		return appendRaw(b, r), false
+	}
+	if key.Type != kmsg.ControlRecordKeyTypeAbort && key.Type != kmsg.ControlRecordKeyTypeCommit {
+		return fmt.Appendf(b, " controlType: %s(%d)", key.Type, int16(key.Type)), true
+	}
+	var m kmsg.EndTxnMarker
+	if err := m.ReadFrom(r.Value); err != nil || r.Value == nil {
+		b = fmt.Appendf(b, " damaged: the %s marker's value is not an EndTxnMarker (version int16, coordinator epoch int32): %d bytes", key.Type, len(r.Value))
+		return appendRaw(b, r), false
+	}
+	return fmt.Appendf(b, " endTxnMarker: %s coordinatorEpoch: %d", key.Type, m.CoordinatorEpoch), true
+}
+
+// appendRaw writes a record's key and payload, quoted (a damaged control record's).
+func appendRaw(b []byte, r *recordbatch.Record) []byte {
+	if r.Key != nil {
+		b = append(b, " key: "...)
+		b = strconv.AppendQuote(b, string(r.Key))
+	}
+	if r.Value != nil {
+		b = append(b, " payload: "...)
+		b = strconv.AppendQuote(b, string(r.Value))
+	}
+	return b
 }
 
 // appendPrintable writes p as it is when it is UTF-8 text without control characters, and as a
@@ -314,4 +386,88 @@ func indexTail(w io.Writer, zeros, partial, entrySize int) int {
 		return 1
 	}
 	return 0
+}
+
+// maxStateFile bounds the .snapshot and .txnindex files dump and verify read whole: a larger
+// one is reported rather than read (a snapshot of a million producers is 46 MB).
+const maxStateFile = 1 << 30
+
+// readSmall reads a whole file of size bytes, refusing one above maxStateFile.
+func readSmall(r io.ReaderAt, size int64, path string) ([]byte, error) {
+	if size > maxStateFile {
+		return nil, fmt.Errorf("%s: %d bytes, more than the %d this command reads", path, size, maxStateFile)
+	}
+	b := make([]byte, size)
+	if _, err := r.ReadAt(b, 0); err != nil && !(errors.Is(err, io.EOF) && size == 0) {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return b, nil
+}
+
+// dumpTxnIndex prints a .txnindex file's aborted transactions as kafka-dump-log does. A file
+// that does not decode (a partial entry, an entry of another version) prints the entries before
+// the damage, then what is wrong.
+func dumpTxnIndex(w io.Writer, r io.ReaderAt, size int64, path string) (int, error) {
+	b, err := readSmall(r, size, path)
+	if err != nil {
+		return 0, err
+	}
+	whole := len(b) - len(b)%txnindex.EntrySize
+	damaged := 0
+	for pos := 0; pos < whole; pos += txnindex.EntrySize {
+		txns, err := txnindex.Decode(b[pos : pos+txnindex.EntrySize])
+		if err != nil {
+			fmt.Fprintf(w, "damaged: %s: entry %d at byte %d: %s\n", path, pos/txnindex.EntrySize, pos, txnIndexError(err))
+			damaged++
+			continue
+		}
+		a := txns[0]
+		fmt.Fprintf(w, "version: %d producerId: %d firstOffset: %d lastOffset: %d lastStableOffset: %d\n",
+			txnindex.Version, a.ProducerID, a.FirstOffset, a.LastOffset, a.LastStableOffset)
+	}
+	if whole < len(b) {
+		_, err := txnindex.Decode(b)
+		fmt.Fprintf(w, "damaged: %s: %s\n", path, txnIndexError(err))
+		damaged++
+	}
+	return damaged, nil
+}
+
+// txnIndexError is what txnindex.Decode's error says, without the package's prefix and the
+// entry number of a one-entry decode.
+func txnIndexError(err error) string {
+	s := strings.TrimPrefix(err.Error(), txnindex.ErrCorrupt.Error()+": ")
+	s = strings.TrimPrefix(s, "entry 0 at byte 0: ")
+	return "corrupt transaction index: " + s
+}
+
+// dumpSnapshot prints a producer snapshot's entries as kafka-dump-log does, one producer a line.
+// A snapshot that does not decode (Kafka's CorruptSnapshotException) prints what is wrong.
+func dumpSnapshot(w io.Writer, r io.ReaderAt, size int64, path string) (int, error) {
+	b, err := readSmall(r, size, path)
+	if err != nil {
+		return 0, err
+	}
+	entries, err := producerstate.DecodeSnapshot(b)
+	if err != nil {
+		fmt.Fprintf(w, "damaged: %s: %s\n", path, snapshotError(err))
+		return 1, nil
+	}
+	for i := range entries {
+		e := &entries[i]
+		fmt.Fprintf(w, "producerId: %d producerEpoch: %d coordinatorEpoch: %d currentTxnFirstOffset: %d lastTimestamp: %d",
+			e.ProducerID, e.Epoch, e.CoordinatorEpoch, e.CurrentTxnFirstOffset, e.LastTimestamp)
+		if n := len(e.Batches); n > 0 {
+			m := e.Batches[n-1]
+			fmt.Fprintf(w, " firstSequence: %d lastSequence: %d lastOffset: %d offsetDelta: %d timestamp: %d",
+				m.FirstSeq, m.LastSeq, m.LastOffset, m.LastOffset-m.FirstOffset, m.Timestamp)
+		}
+		fmt.Fprintln(w)
+	}
+	return 0, nil
+}
+
+// snapshotError is what DecodeSnapshot's error says, without the library's prefix.
+func snapshotError(err error) string {
+	return strings.TrimPrefix(err.Error(), "commitlog: ")
 }

@@ -231,6 +231,7 @@ const (
 	logSuffix       = ".log"
 	indexSuffix     = ".index"
 	timeIndexSuffix = ".timeindex"
+	txnIndexSuffix  = ".txnindex"
 )
 
 // segmentBase returns the base offset a segment file's name gives: 20 decimal digits, then the
