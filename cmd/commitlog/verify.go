@@ -16,6 +16,8 @@ import (
 
 	"github.com/commitlog-go/commitlog/internal/checkpoint"
 	"github.com/commitlog-go/commitlog/internal/fsys"
+	"github.com/commitlog-go/commitlog/internal/producerstate"
+	"github.com/commitlog-go/commitlog/internal/txnindex"
 	"github.com/spf13/cobra"
 )
 
@@ -27,8 +29,11 @@ func newVerifyCommand(g *globals) *cobra.Command {
 folder): each .log segment batch by batch (length, magic, CRC-32C, records against their header,
 offsets increasing within and across segments), each .index entry (increasing, pointing at the
 start of a batch that holds its offset, inside the data) and each .timeindex entry (increasing,
-offsets inside the segment, no timestamp above the records'), and the store's checksummed state
-files. Preallocated, unused index space (entries of zeros at the end) is not a problem; an
+offsets inside the segment, no timestamp above the records'), each .txnindex (whole 34-byte
+entries of version 0, ABORT marker offsets increasing and inside the segment), each producer
+.snapshot (version, CRC, entry count), and the store's checksummed state files. The transaction
+coordinator's internal logs, the folders __transaction_state-0 and __consumer_offsets-0, are
+checked as partitions are, and counted apart in the summary. Preallocated, unused index space (entries of zeros at the end) is not a problem; an
 incomplete batch at the end of a segment is (a write cut short: opening the log truncates it
 only when it lies past the recovery point of an unclean shutdown, and keeps it otherwise, as it
 keeps every other bad batch for verify to report).
@@ -78,6 +83,7 @@ type verifier struct {
 	problems int
 
 	partitions, segments, batches, records int64
+	internal                               int64 // of the partitions, the coordinator's logs
 }
 
 func (v *verifier) report(p problem) {
@@ -109,7 +115,11 @@ func verify(g *globals) error {
 	} else if err := v.store(g.dir, entries); err != nil {
 		return err
 	}
-	summary := fmt.Sprintf("verified %d partitions, %d segments, %d batches, %d records in %s", v.partitions, v.segments, v.batches, v.records, g.dir)
+	parts := fmt.Sprintf("%d partitions", v.partitions)
+	if v.internal > 0 {
+		parts += fmt.Sprintf(" (%d of them the transaction coordinator's internal logs)", v.internal)
+	}
+	summary := fmt.Sprintf("verified %s, %d segments, %d batches, %d records in %s", parts, v.segments, v.batches, v.records, g.dir)
 	if v.problems > 0 {
 		return dataError(fmt.Errorf("%s: %d problems", summary, v.problems))
 	}
@@ -123,7 +133,8 @@ func (v *verifier) store(dir string, entries []fs.DirEntry) error {
 	for _, e := range entries {
 		name := e.Name()
 		path := filepath.Join(dir, name)
-		if name == "commitlog-topics" || strings.HasPrefix(name, "commitlog-reader-") && !strings.HasSuffix(name, checkpoint.TempSuffix) {
+		if name == "commitlog-topics" || name == "commitlog-producer-ids" ||
+			strings.HasPrefix(name, "commitlog-reader-") && !strings.HasSuffix(name, checkpoint.TempSuffix) {
 			if _, err := v.checkpointFile(path); err != nil {
 				return err
 			}
@@ -133,6 +144,9 @@ func (v *verifier) store(dir string, entries []fs.DirEntry) error {
 			continue
 		}
 		folders[name] = true
+		if internalLogs[name] {
+			v.internal++
+		}
 		if err := v.partition(path); err != nil {
 			return err
 		}
@@ -164,6 +178,11 @@ func (v *verifier) store(dir string, entries []fs.DirEntry) error {
 	}
 	return nil
 }
+
+// internalLogs are the folders of the transaction coordinator's internal logs: its transactions'
+// state, and the reader positions committed in transactions (Kafka's __transaction_state and
+// __consumer_offsets, one partition each).
+var internalLogs = map[string]bool{"__transaction_state-0": true, "__consumer_offsets-0": true}
 
 // isPartitionFolder reports whether name is "<topic>-<partition>" (not a folder being deleted).
 func isPartitionFolder(name string) bool {
@@ -223,6 +242,7 @@ func (v *verifier) partition(dir string) error {
 		return err
 	}
 	var bases []int64
+	var snapshots []string
 	logStart, recoveryPoint := int64(-1), int64(-1) // from commitlog-state, when it has one
 	retiring := false                               // segment files renamed *.deleted are there
 	for _, e := range entries {
@@ -242,6 +262,10 @@ func (v *verifier) partition(dir string) error {
 		}
 		if strings.HasSuffix(name, ".deleted") {
 			retiring = true
+		}
+		if strings.HasSuffix(name, producerstate.SnapshotSuffix) && e.Type().IsRegular() {
+			snapshots = append(snapshots, name)
+			continue
 		}
 		if !strings.HasSuffix(name, logSuffix) || !e.Type().IsRegular() {
 			continue
@@ -273,6 +297,14 @@ func (v *verifier) partition(dir string) error {
 			return err
 		}
 		if err := v.timeIndex(seg); err != nil {
+			return err
+		}
+		if err := v.txnIndex(seg); err != nil {
+			return err
+		}
+	}
+	for _, name := range snapshots {
+		if err := v.snapshot(filepath.Join(dir, name)); err != nil {
 			return err
 		}
 	}
@@ -511,6 +543,84 @@ func (v *verifier) timeIndex(seg *segmentInfo) error {
 			v.report(p)
 		}
 		prevTS, prevRel = ts, rel
+	}
+	return nil
+}
+
+// readStateFile reads a whole .txnindex or .snapshot file; a missing one gives nil and no error.
+func readStateFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	b, err := readSmall(f, st.Size(), path)
+	if b == nil && err == nil {
+		b = []byte{}
+	}
+	return b, err
+}
+
+// txnIndex checks a segment's .txnindex file, when it has one: whole 34-byte entries of version 0
+// whose ABORT marker offsets (lastOffset) increase, lie in the segment, and follow the
+// transaction's first offset.
+func (v *verifier) txnIndex(seg *segmentInfo) error {
+	path := strings.TrimSuffix(seg.path, logSuffix) + txnIndexSuffix
+	b, err := readStateFile(path)
+	if err != nil || b == nil {
+		return err
+	}
+	whole := len(b) - len(b)%txnindex.EntrySize
+	if whole < len(b) {
+		v.report(problem{file: path, pos: int64(whole), offset: -1, what: fmt.Sprintf("%d bytes after the last whole %d-byte entry", len(b)-whole, txnindex.EntrySize)})
+	}
+	prev := int64(-1)
+	for pos := 0; pos < whole; pos += txnindex.EntrySize {
+		i := pos / txnindex.EntrySize
+		txns, err := txnindex.Decode(b[pos : pos+txnindex.EntrySize])
+		if err != nil {
+			v.report(problem{file: path, pos: int64(pos), offset: -1, what: fmt.Sprintf("entry %d: %s", i, txnIndexError(err))})
+			continue
+		}
+		a := txns[0]
+		p := problem{file: path, pos: int64(pos), offset: a.LastOffset}
+		switch {
+		case a.LastOffset <= prev:
+			p.what = fmt.Sprintf("entry %d: ABORT marker offset %d is not above the previous entry's %d", i, a.LastOffset, prev)
+		case a.FirstOffset < 0 || a.FirstOffset > a.LastOffset:
+			p.what = fmt.Sprintf("entry %d: the transaction's first offset %d is not between 0 and its ABORT marker's offset %d", i, a.FirstOffset, a.LastOffset)
+		case a.LastOffset < seg.base || (a.LastOffset > seg.lastOffset && !seg.damaged):
+			p.what = fmt.Sprintf("entry %d: ABORT marker offset %d is outside the segment (offsets %d to %d)", i, a.LastOffset, seg.base, seg.lastOffset)
+		}
+		if p.what != "" {
+			v.report(p)
+		}
+		prev = max(prev, a.LastOffset)
+	}
+	return nil
+}
+
+// snapshot checks that a producer snapshot decodes: its name a 20-digit offset, its version 1,
+// its CRC and its entry count matching its bytes.
+func (v *verifier) snapshot(path string) error {
+	off, ok := producerstate.ParseSnapshotName(filepath.Base(path))
+	if !ok {
+		v.report(problem{file: path, offset: -1, what: "a .snapshot file whose name is not a 20-digit offset"})
+		return nil
+	}
+	b, err := readStateFile(path)
+	if err != nil || b == nil {
+		return err
+	}
+	if _, err := producerstate.DecodeSnapshot(b); err != nil {
+		v.report(problem{file: path, offset: off, what: "damaged producer snapshot: " + strings.TrimPrefix(snapshotError(err), "corrupt producer snapshot: ")})
 	}
 	return nil
 }
