@@ -41,7 +41,7 @@ func tableRows(t *testing.T, out, header string) [][]string {
 }
 
 const (
-	topicsHeader  = "TOPIC PARTITION START END SIZE SEGMENTS POLICY CLEANER POINT DIRTY RATIO READERS (lag)"
+	topicsHeader  = "TOPIC PARTITION START END STABLE OPEN TXNS SIZE SEGMENTS POLICY CLEANER POINT DIRTY RATIO READERS (lag)"
 	compactHeader = "TOPIC PASSES BYTES READ BYTES WRITTEN RECORDS READ RECORDS REMOVED SEGMENTS CLEANER POINT"
 )
 
@@ -62,7 +62,7 @@ func TestCompactCommand(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
 	compactedTopic(t, dir, "users", 40, 4)
 
-	require.Equal(t, [][]string{{"users", "0", "0", "40", "2960", "4", "compact", "0", "1.00", "-"}},
+	require.Equal(t, [][]string{{"users", "0", "0", "40", "-", "0", "2960", "4", "compact", "0", "1.00", "-"}},
 		tableRows(t, mustCLI(t, nil, "--dir", dir, "topics").stdout, topicsHeader))
 
 	r := mustCLI(t, nil, "--dir", dir, "compact", "users")
@@ -79,7 +79,7 @@ func TestCompactCommand(t *testing.T) {
 	// The cleaner point is 39 (the active segment's base); the clean part is the 296 bytes of
 	// the segment at 26 (those at 0 and 13 are empty, as Kafka's cleaner leaves them, merged by
 	// the next clean), and nothing is dirty. Offsets stay: start 0, end 40.
-	require.Equal(t, [][]string{{"users", "0", "0", "40", "370", "4", "compact", "39", "0.00", "-"}},
+	require.Equal(t, [][]string{{"users", "0", "0", "40", "-", "0", "370", "4", "compact", "39", "0.00", "-"}},
 		tableRows(t, mustCLI(t, nil, "--dir", dir, "topics", "users").stdout, topicsHeader))
 
 	// Nothing more to clean: no pass, the cleaner point where it was.
@@ -104,7 +104,7 @@ func TestCompactCommandAfterMoreRecords(t *testing.T) {
 		"--batch-records", "1", "--cleaner-threads", "0")
 	top := tableRows(t, mustCLI(t, nil, "--dir", dir, "topics").stdout, topicsHeader)
 	// Clean: 370 - 74 = 296 bytes in segments 0, 13, 26; dirty: 39 and 52, 962 bytes each.
-	require.Equal(t, [][]string{{"users", "0", "0", "66", "2294", "6", "compact", "39", "0.87", "-"}}, top)
+	require.Equal(t, [][]string{{"users", "0", "0", "66", "-", "0", "2294", "6", "compact", "39", "0.87", "-"}}, top)
 
 	// The offset map reads the dirty 39..64, 26*74 = 1924 bytes; the copy the five sealed
 	// segments, 296 + 1924 bytes, 4 + 26 records, grouped by size into the segments at 0 (0, 13
@@ -116,7 +116,7 @@ func TestCompactCommandAfterMoreRecords(t *testing.T) {
 
 	all := mustCLI(t, nil, "--dir", dir, "consume", "--topic", "users", "--exit-at-end", "--format", `%o %k %s\n`)
 	require.Equal(t, []string{"38 k2 v038", "39 k3 v039", "63 k1 v063", "64 k0 v064", "65 k1 v065"}, outLines(all.stdout))
-	require.Equal(t, [][]string{{"users", "0", "0", "66", "370", "4", "compact", "65", "0.00", "-"}},
+	require.Equal(t, [][]string{{"users", "0", "0", "66", "-", "0", "370", "4", "compact", "65", "0.00", "-"}},
 		tableRows(t, mustCLI(t, nil, "--dir", dir, "topics").stdout, topicsHeader))
 }
 
@@ -137,8 +137,8 @@ func TestCompactRefusesTopicNotCompacted(t *testing.T) {
 	}
 	// events: its two records in one batch, 61 + 2*9 bytes.
 	require.Equal(t, [][]string{
-		{"events", "0", "0", "2", "79", "1", "delete", "-", "-", "-"},
-		{"users", "0", "0", "40", "2960", "4", "compact", "0", "1.00", "-"},
+		{"events", "0", "0", "2", "-", "0", "79", "1", "delete", "-", "-", "-"},
+		{"users", "0", "0", "40", "-", "0", "2960", "4", "compact", "0", "1.00", "-"},
 	}, tableRows(t, mustCLI(t, nil, "--dir", dir, "topics", "events", "users").stdout, topicsHeader))
 
 	r := mustCLI(t, nil, "--dir", dir, "compact")

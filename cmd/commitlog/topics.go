@@ -15,10 +15,12 @@ import (
 func newTopicsCommand(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "topics [TOPIC...]",
-		Short: "List topics: per partition, offsets, size, segments, compaction and each named reader's lag",
+		Short: "List topics: per partition, offsets, open transactions, size, segments, compaction and each named reader's lag",
 		Long: `List the store's topics (or those named): per partition, the log start offset (the oldest
-record kept), the end offset (the next record's), the bytes of its segments, the number of
-segments, the topic's cleanup.policy (delete, compact or compact,delete), for a compacted topic
+record kept), the end offset (the next record's), the last stable offset when it is below the
+end (STABLE: the first offset of the oldest transaction not yet committed or aborted, where a
+ReadCommitted reader stops; "-" when there is none), the number of open transactions (OPEN
+TXNS), the bytes of its segments, the number of segments, the topic's cleanup.policy (delete, compact or compact,delete), for a compacted topic
 the partition's cleaner point (the first offset not yet cleaned) and dirty ratio (the share of
 its cleanable bytes at or past the cleaner point, which the background cleaner compares with
 min.cleanable.dirty.ratio), and for each named reader that committed positions in the topic its
@@ -63,7 +65,7 @@ func topics(g *globals, names []string) error {
 		return nil
 	}
 	w := tabwriter.NewWriter(g.io.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "TOPIC\tPARTITION\tSTART\tEND\tSIZE\tSEGMENTS\tPOLICY\tCLEANER POINT\tDIRTY RATIO\tREADERS (lag)")
+	fmt.Fprintln(w, "TOPIC\tPARTITION\tSTART\tEND\tSTABLE\tOPEN TXNS\tSIZE\tSEGMENTS\tPOLICY\tCLEANER POINT\tDIRTY RATIO\tREADERS (lag)")
 	for _, t := range ts {
 		policy := t.Config().CleanupPolicy
 		for id := range t.PartitionCount() {
@@ -86,8 +88,18 @@ func topics(g *globals, names []string) error {
 				st := p.CompactionState()
 				point, ratio = strconv.FormatInt(st.CleanerPoint, 10), strconv.FormatFloat(st.DirtyRatio, 'f', 2, 64)
 			}
-			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", t.Name(), id, p.LogStartOffset(), end, p.Size(), p.SegmentCount(),
-				policy, point, ratio, readerCol)
+			stable := "-"
+			if lso := p.LastStableOffset(); lso != end {
+				stable = strconv.FormatInt(lso, 10)
+			}
+			open := 0
+			for _, ps := range p.Producers() {
+				if ps.CurrentTxnFirstOffset >= 0 {
+					open++
+				}
+			}
+			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", t.Name(), id, p.LogStartOffset(), end, stable, open,
+				p.Size(), p.SegmentCount(), policy, point, ratio, readerCol)
 		}
 	}
 	return w.Flush()
