@@ -162,8 +162,8 @@ func TestInProcess(t *testing.T) {
 	}
 }
 
-// FuzzDump: no bytes make the dump of a .log, .index or .timeindex file panic, and the scan
-// always moves forward to the end.
+// FuzzDump: no bytes make the dump of a .log, .index, .timeindex, .txnindex or .snapshot file
+// panic, and the scan always moves forward to the end.
 func FuzzDump(f *testing.F) {
 	for _, name := range fixtureFiles {
 		b, err := os.ReadFile(filepath.Join(fixtureDir, name))
@@ -198,5 +198,7 @@ func FuzzDump(f *testing.F) {
 		dumpLog(io.Discard, r, int64(len(data)), true)
 		dumpOffsetIndex(io.Discard, r, int64(len(data)), 0, true)
 		dumpTimeIndex(io.Discard, r, int64(len(data)), 1<<40, true)
+		dumpTxnIndex(io.Discard, r, int64(len(data)), "f.txnindex")
+		dumpSnapshot(io.Discard, r, int64(len(data)), "f.snapshot")
 	})
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/commitlog-go/commitlog"
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
@@ -241,5 +243,77 @@ func TestVerifyAllowsCompactionGaps(t *testing.T) {
 	}
 	if r := cli(t, nil, "--dir", dir, "verify"); r.code != 0 {
 		t.Fatalf("verify: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestVerifyTransactionFiles: a store written by a transactional producer (see
+// transactionalStore) verifies clean, its coordinator's internal logs __transaction_state-0 and
+// __consumer_offsets-0 verified as partitions and named in the summary; then one damage at a
+// time to a producer snapshot (of the topic or of an internal log) or a .txnindex is reported,
+// one line naming file, position and offset, exit 1, and nothing is changed.
+func TestVerifyTransactionFiles(t *testing.T) {
+	clean := transactionalStore(t, true)
+	r := cli(t, nil, "--dir", clean, "verify")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	require.Empty(t, r.stdout)
+	require.Equal(t, fmt.Sprintf("verified 3 partitions (2 of them the transaction coordinator's internal logs), 3 segments, 12 batches, 13 records in %s: no problems\n", clean), r.stderr)
+
+	for _, tc := range []struct {
+		name   string
+		file   string // under the store
+		change func([]byte) []byte
+		want   func(path string, before []byte) string
+	}{
+		{"a producer snapshot cut short", "out-0/00000000000000000006.snapshot",
+			func(b []byte) []byte { return b[:40] }, func(path string, b []byte) string {
+				stored, computed := snapshotCRCs(b[:40])
+				return fmt.Sprintf("%s: position 0, offset 6: damaged producer snapshot: CRC %08x, computed %08x", path, stored, computed)
+			}},
+		{"an internal log's snapshot shorter than its header", "__transaction_state-0/00000000000000000007.snapshot",
+			func(b []byte) []byte { return b[:9] }, func(path string, _ []byte) string {
+				return path + ": position 0, offset 7: damaged producer snapshot: 9 bytes, shorter than the 10-byte header"
+			}},
+		{"a snapshot of another version", "out-0/00000000000000000006.snapshot",
+			func(b []byte) []byte { return append([]byte{0, 2}, b[2:]...) }, func(path string, _ []byte) string {
+				return path + ": position 0, offset 6: damaged producer snapshot: version 2, want 1"
+			}},
+		{"a txnindex cut short", "out-0/00000000000000000000.txnindex",
+			func(b []byte) []byte { return b[:20] }, func(path string, _ []byte) string {
+				return path + ": position 0, offset -: 20 bytes after the last whole 34-byte entry"
+			}},
+		{"a txnindex entry of another version", "out-0/00000000000000000000.txnindex",
+			func(b []byte) []byte { return append([]byte{0, 1}, b[2:]...) }, func(path string, _ []byte) string {
+				return path + ": position 0, offset -: entry 0: corrupt transaction index: version 1, not 0"
+			}},
+		// The ABORT marker's offset (lastOffset, at byte 18) moved to 99: outside the segment,
+		// whose offsets are 0 to 5.
+		{"a txnindex entry past the segment", "out-0/00000000000000000000.txnindex",
+			func(b []byte) []byte {
+				b = bytes.Clone(b)
+				binary.BigEndian.PutUint64(b[18:], 99)
+				return b
+			}, func(path string, _ []byte) string {
+				return path + ": position 0, offset 99: entry 0: ABORT marker offset 99 is outside the segment (offsets 0 to 5)"
+			}},
+		{"txnindex entries out of order", "out-0/00000000000000000000.txnindex",
+			func(b []byte) []byte { return append(bytes.Clone(b), b...) }, func(path string, _ []byte) string {
+				return path + ": position 34, offset 4: entry 1: ABORT marker offset 4 is not above the previous entry's 4"
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := transactionalStore(t, true)
+			path := filepath.Join(dir, filepath.FromSlash(tc.file))
+			before, err := os.ReadFile(path)
+			require.NoError(t, err)
+			patchFile(t, path, tc.change)
+			want := tc.want(path, before)
+			state := treeState(t, dir)
+			r := cli(t, nil, "--dir", dir, "verify")
+			require.Equal(t, state, treeState(t, dir), "verify changed the store")
+			require.Equal(t, 1, r.code)
+			require.Equal(t, []string{want}, outLines(r.stdout))
+			require.Equal(t, []string{fmt.Sprintf("commitlog verify: verified 3 partitions (2 of them the transaction coordinator's internal logs), 3 segments, 12 batches, 13 records in %s: 1 problems", dir)},
+				outLines(r.stderr))
+		})
 	}
 }
