@@ -1,15 +1,15 @@
 // Command commitlog is the operator's tool for a commitlog store (a Kafka-style log directory):
 // it produces records from files or standard input, consumes them with kcat-style formats, lists
-// topics with their readers' lag and compaction state, compacts topics on demand, dumps segment
-// and index files as Kafka's kafka-dump-log does, and verifies every segment and index of a
-// store without changing anything.
+// topics with their readers' lag, compaction state and open transactions, compacts topics on
+// demand, dumps segment, index and producer snapshot files as Kafka's kafka-dump-log does, and
+// verifies every segment, index and snapshot of a store without changing anything.
 //
 //	commitlog produce --topic T [flags] [FILE...]   records from lines, JSON lines or CSV
 //	commitlog consume --topic T [flags]             records, formatted (%t %p %o %k %s %T %h)
-//	commitlog topics [TOPIC...]                     offsets, sizes, segments, compaction, readers' lag
+//	commitlog topics [TOPIC...]                     offsets, open transactions, sizes, segments, compaction, readers' lag
 //	commitlog compact [TOPIC...]                    clean compacted topics now (cleanup.policy compact)
-//	commitlog dump [--records] FILE...              batches of .log files, entries of indexes
-//	commitlog verify                                every segment and index under --dir
+//	commitlog dump [--records] FILE...              batches of .log files, entries of indexes and snapshots
+//	commitlog verify                                every segment, index and snapshot under --dir
 //
 // Every command works on the store in --dir (default ./commitlog-data). Exit codes: 0 success,
 // 1 a data problem (a damaged file, an unknown topic or partition, a record that does not
@@ -158,7 +158,10 @@ func newRootCommand(g *globals) *cobra.Command {
 		Use:   "commitlog",
 		Short: "Produce, consume, inspect and verify a commitlog store (Kafka's on-disk format)",
 		Long: `commitlog works on a store: a Kafka-style log directory holding topics, one folder per
-partition ("<topic>-<partition>") of .log segments with .index and .timeindex files.
+partition ("<topic>-<partition>") of .log segments with .index and .timeindex files, a .txnindex
+beside a segment holding an aborted transaction, and producer .snapshot files. A store whose
+producers use transactions has the transaction coordinator's internal logs too, in the folders
+__transaction_state-0 and __consumer_offsets-0.
 
 Exit codes: 0 success, 1 a data problem (damaged files, unknown topic, unparsable input, I/O
 error), 2 a usage error. Errors are one line on standard error.`,
