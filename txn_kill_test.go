@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -266,7 +267,8 @@ func TestExactlyOncePipelineChild(t *testing.T) {
 // random moments, checking B and the reader's committed positions after each kill, then runs it
 // to the end: B then holds exactly one output per input, in input order per key, and the
 // reader's positions are at A's end. The seed is printed; set COMMITLOG_KILL_SEED to replay one
-// (the kill moments depend on timing too, but every interleaving must pass).
+// (the kill moments depend on timing too, but every interleaving must pass), and
+// COMMITLOG_PIPE_KILLS to kill more often.
 func TestExactlyOncePipelineKill(t *testing.T) {
 	switch runtime.GOOS {
 	case "windows", "plan9", "js", "wasip1":
@@ -275,6 +277,11 @@ func TestExactlyOncePipelineKill(t *testing.T) {
 	kills := pipeKills
 	if testing.Short() {
 		kills = pipeShortKills
+	}
+	if n := os.Getenv("COMMITLOG_PIPE_KILLS"); n != "" { // more rounds, to hunt
+		var err error
+		kills, err = strconv.Atoi(n)
+		require.NoError(t, err, "COMMITLOG_PIPE_KILLS")
 	}
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("COMMITLOG_KILL_SEED"); s != "" {
@@ -296,6 +303,7 @@ func TestExactlyOncePipelineKill(t *testing.T) {
 	start := time.Now()
 	var txnTime time.Duration = 5 * time.Millisecond // a running estimate of one transaction's time
 	commits := 0
+	recovered := map[string]int{} // what the parent's opens found, by state ("" nothing)
 	for round := range kills {
 		var plan string
 		var trigger pipeTrigger
@@ -325,8 +333,9 @@ func TestExactlyOncePipelineKill(t *testing.T) {
 		if checked {
 			got = pipeVerify(t, dir, inputs, false)
 		}
-		t.Logf("round %d: killed %s (%d commits returned, about %v each); checked %v: %d outputs committed, %d aborted",
-			round, plan, res.commits, res.perTxn.Round(10*time.Microsecond), checked, got.committed, got.aborted)
+		recovered[got.recovered]++
+		t.Logf("round %d: killed %s (%d commits returned, about %v each); checked %v: %d outputs committed, %d aborted, open recovered %q",
+			round, plan, res.commits, res.perTxn.Round(10*time.Microsecond), checked, got.committed, got.aborted, got.recovered)
 	}
 	require.Positive(t, commits, "no transaction committed in any kill round")
 
@@ -336,8 +345,8 @@ func TestExactlyOncePipelineKill(t *testing.T) {
 	require.True(t, res.finished, "final round: the child did not say it finished")
 	got := pipeVerify(t, dir, inputs, true)
 	require.Equal(t, pipeInputs, got.committed)
-	t.Logf("%d kills and a final run in %v: %d transactions committed by killed children, %d outputs of aborted transactions in B",
-		kills, time.Since(start).Round(time.Millisecond), commits, got.aborted)
+	t.Logf("%d kills and a final run in %v: %d transactions committed by killed children, %d outputs of aborted transactions in B; the parent's opens recovered %v",
+		kills, time.Since(start).Round(time.Millisecond), commits, got.aborted, recovered)
 }
 
 // pipeSetup creates the store in dir with A, filled with the inputs, and B, both of
@@ -491,15 +500,30 @@ func runPipeChild(dir string, seed uint64, kill *pipeTrigger) (pipeRun, error) {
 type pipeCheck struct {
 	committed int // outputs of committed transactions in B
 	aborted   int // outputs of aborted transactions in B
+	// recovered is the state in which the open found the killed child's transaction, if it
+	// had to finish it: Ongoing, PrepareCommit or PrepareAbort.
+	recovered string
 }
 
 // pipeVerify reopens the store in dir and checks B and the reader's committed positions against
 // the inputs (see the top of this file); final also requires every input to be consumed.
 func pipeVerify(t *testing.T, dir string, inputs [][]*Record, final bool) pipeCheck {
 	t.Helper()
-	s, err := Open(dir, pipeOptions()...)
+	var logBuf bytes.Buffer
+	s, err := Open(dir, append(pipeOptions(), WithLogger(slog.New(slog.NewTextHandler(&logBuf, nil))))...)
 	require.NoError(t, err, "reopen after kill")
 	defer func() { require.NoError(t, s.Close()) }()
+	var check pipeCheck
+	for _, ln := range strings.Split(logBuf.String(), "\n") {
+		switch {
+		case strings.Contains(ln, "completing the commit"):
+			check.recovered = "PrepareCommit"
+		case strings.Contains(ln, "completing the abort"):
+			check.recovered = "PrepareAbort"
+		case strings.Contains(ln, "aborting a transaction left open"):
+			check.recovered = "Ongoing"
+		}
+	}
 
 	positions, err := s.CommittedPositions(pipeReader)
 	require.NoError(t, err)
@@ -514,7 +538,6 @@ func pipeVerify(t *testing.T, dir string, inputs [][]*Record, final bool) pipeCh
 	}
 
 	b := stMust(s.Topic("B"))
-	var check pipeCheck
 	seen := map[pipeSrc]pipeSrc{} // input -> the B partition and offset of its committed output
 	byKey := map[string][]int64{} // key -> input offsets of its committed outputs, in B order
 	for p := range int32(pipePartitions) {
