@@ -54,7 +54,7 @@ const (
 	pipeChildSeedEnv = "COMMITLOG_PIPE_CHILD_SEED"
 	pipeKills        = 20
 	pipeShortKills   = 8
-	pipeInputs       = 6000
+	pipeInputs       = 6000 // for 20 kills; 300 more per kill beyond
 	pipePartitions   = 3
 	pipeKeys         = 30
 	pipeReader       = "pipe"
@@ -298,18 +298,20 @@ func TestExactlyOncePipelineKill(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 18))
 
 	dir := t.TempDir()
-	inputs := pipeSetup(t, dir)
+	n := max(pipeInputs, 300*kills)
+	inputs := pipeSetup(t, dir, n)
 
 	start := time.Now()
-	var txnTime time.Duration = 5 * time.Millisecond // a running estimate of one transaction's time
+	var txnTime time.Duration = 5 * time.Millisecond     // a running estimate of one transaction's time
+	var readyTime time.Duration = 100 * time.Millisecond // and of a child's start, open and recovery
 	commits := 0
-	recovered := map[string]int{} // what the parent's opens found, by state ("" nothing)
+	recovered := map[string]int{} // what the parent's opens found to finish, by state ("" nothing)
 	for round := range kills {
 		var plan string
 		var trigger pipeTrigger
 		if rng.IntN(6) == 0 {
-			// During the child's start: its open, its recovery, its first transaction.
-			d := time.Duration(rng.IntN(150)) * time.Millisecond
+			// During the child's start: its open, its recovery, its producer's initialisation.
+			d := time.Duration(rng.Int64N(int64(readyTime)*5/4 + 1))
 			plan = fmt.Sprintf("%v after start", d)
 			trigger = pipeTrigger{afterCommits: -1, delay: d}
 		} else {
@@ -325,6 +327,9 @@ func TestExactlyOncePipelineKill(t *testing.T) {
 		if res.commits > 1 {
 			txnTime = (txnTime + res.perTxn) / 2
 		}
+		if res.ready > 0 {
+			readyTime = (readyTime + res.ready) / 2
+		}
 		// Most rounds are checked at once, by the parent's open, which finishes the killed
 		// child's transaction; some are left to the next child's open, so that kills land in
 		// that recovery too.
@@ -333,9 +338,13 @@ func TestExactlyOncePipelineKill(t *testing.T) {
 		if checked {
 			got = pipeVerify(t, dir, inputs, false)
 		}
-		recovered[got.recovered]++
-		t.Logf("round %d: killed %s (%d commits returned, about %v each); checked %v: %d outputs committed, %d aborted, open recovered %q",
-			round, plan, res.commits, res.perTxn.Round(10*time.Microsecond), checked, got.committed, got.aborted, got.recovered)
+		what := "left to the next child's open"
+		if checked {
+			recovered[got.recovered]++
+			what = fmt.Sprintf("checked: %d outputs committed, %d aborted; the open found %q", got.committed, got.aborted, got.recovered)
+		}
+		t.Logf("round %d: killed %s (%d commits returned, about %v each); %s",
+			round, plan, res.commits, res.perTxn.Round(10*time.Microsecond), what)
 	}
 	require.Positive(t, commits, "no transaction committed in any kill round")
 
@@ -344,14 +353,14 @@ func TestExactlyOncePipelineKill(t *testing.T) {
 	require.NoError(t, err, "final round; child stderr:\n%s", res.stderr)
 	require.True(t, res.finished, "final round: the child did not say it finished")
 	got := pipeVerify(t, dir, inputs, true)
-	require.Equal(t, pipeInputs, got.committed)
+	require.Equal(t, n, got.committed)
 	t.Logf("%d kills and a final run in %v: %d transactions committed by killed children, %d outputs of aborted transactions in B; the parent's opens recovered %v",
 		kills, time.Since(start).Round(time.Millisecond), commits, got.aborted, recovered)
 }
 
-// pipeSetup creates the store in dir with A, filled with the inputs, and B, both of
+// pipeSetup creates the store in dir with A, filled with n inputs (a multiple of 100), and B, both of
 // pipePartitions partitions, and returns A's records by partition, in offset order.
-func pipeSetup(t *testing.T, dir string) [][]*Record {
+func pipeSetup(t *testing.T, dir string, n int) [][]*Record {
 	t.Helper()
 	ctx := context.Background()
 	s, err := Open(dir, pipeOptions()...)
@@ -361,7 +370,7 @@ func pipeSetup(t *testing.T, dir string) [][]*Record {
 	require.NoError(t, err)
 	_, err = s.CreateTopic("B", pipeTopicConfig())
 	require.NoError(t, err)
-	for i := 0; i < pipeInputs; i += 100 {
+	for i := 0; i < n; i += 100 {
 		recs := make([]*Record, 100)
 		for j := range recs {
 			recs[j] = pipeInput(i + j)
@@ -390,7 +399,7 @@ func pipeSetup(t *testing.T, dir string) [][]*Record {
 		require.GreaterOrEqual(t, len(keys), 3, "partition %d of A holds %d keys", p, len(keys))
 		total += len(inputs[p])
 	}
-	require.Equal(t, pipeInputs, total)
+	require.Equal(t, n, total)
 	return inputs
 }
 
@@ -405,6 +414,7 @@ type pipeRun struct {
 	stderr   string
 	commits  int           // commit lines read
 	perTxn   time.Duration // the mean time between them
+	ready    time.Duration // from the start to the ready line; 0 without one
 	finished bool
 }
 
@@ -423,7 +433,7 @@ func runPipeChild(dir string, seed uint64, kill *pipeTrigger) (pipeRun, error) {
 	if err := cmd.Start(); err != nil {
 		return pipeRun{}, err
 	}
-	lines := make(chan string)
+	lines := make(chan string, 16)
 	go func() {
 		defer close(lines)
 		sc := bufio.NewScanner(out)
@@ -432,9 +442,12 @@ func runPipeChild(dir string, seed uint64, kill *pipeTrigger) (pipeRun, error) {
 		}
 	}()
 	var res pipeRun
+	started := time.Now()
 	var first, last time.Time
 	read := func(ln string) {
 		switch {
+		case ln == "ready":
+			res.ready = time.Since(started)
 		case strings.HasPrefix(ln, "commit "):
 			res.commits++
 			last = time.Now()
