@@ -30,8 +30,10 @@ import (
 // (Producer.CommitReaderPositions). The parent kills it with SIGKILL at random moments, 20 times,
 // on the same directory; then it runs one child to the end of A.
 //
-// After each kill the parent reopens the store (whose open completes or aborts the transaction
-// the child left) and checks, from the bytes of B and under ReadCommitted:
+// After most kills (and always after the last) the parent reopens the store, whose open
+// completes or aborts the transaction the child left; the other kills are left to the next
+// child's open, so that kills also land in that recovery. It checks, from the bytes of B and
+// under ReadCommitted:
 //   - B has no open transaction: its last stable offset is its log end offset;
 //   - the records a ReadCommitted reader returns are exactly those of B's committed
 //     transactions, as the markers in B's batches decide them;
