@@ -410,8 +410,20 @@ func (l *Log) batchesOf(ctx context.Context, s *segment.Segment, buf *[]byte, fn
 // and returns where the map ends: p.uncleanable when every dirty batch fitted, else the base
 // offset of the first batch that did not. A dedupe buffer that cannot hold the first dirty
 // batch's keys is ErrInvalidConfig. read counts the bytes read.
+//
+// The batches of aborted transactions put no key in the map, as in Kafka (the cleaner's
+// CleanedTransactionMetadata, from the aborted transactions collected over the dirty range):
+// a value no ReadCommitted reader sees must not make the cleaner remove the older value it
+// would have replaced. Control batches put none either (OffsetMap.AddBatch).
 func (l *Log) buildOffsetMap(ctx context.Context, p cleanPlan, m *cleaner.OffsetMap) (end int64, read int64, err error) {
 	end = p.uncleanable
+	// Every transaction with a batch in the dirty range is decided (the uncleanable offset is
+	// at or below the first offset of an open one), so its ABORT marker, wherever it landed,
+	// is in a segment's .txnindex.
+	aborted, err := l.abortedTxns(nil, p.firstDirty, p.uncleanable)
+	if err != nil {
+		return end, 0, err
+	}
 	var dec recordbatch.Decoder
 	dec.Limits = recordbatch.Limits{MaxBatchSize: l.segCfg.MaxBatchSize(), MaxDecompressedSize: l.cfg.readDecompressLimit()}
 	var buf []byte
@@ -427,6 +439,9 @@ func (l *Log) buildOffsetMap(ctx context.Context, p cleanPlan, m *cleaner.Offset
 				return true, nil
 			}
 			read += int64(len(b))
+			if h.Attributes.Transactional() && !h.Attributes.Control() && isAborted(aborted, h.ProducerID, h.BaseOffset) {
+				return true, nil
+			}
 			added, err := m.AddBatch(&dec, b)
 			if err != nil {
 				return false, err
