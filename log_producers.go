@@ -167,8 +167,8 @@ func (ps *producerState) readLatest(start, end int64, now time.Time) (off int64,
 // files past the log end offset (of batches the log no longer has) are deleted first. Without
 // a snapshot the replay starts at the log start offset, or, when lastTwo is set (a clean
 // shutdown that left no snapshot: a folder written before producer state existed), at the base
-// of the last two segments, as Kafka's upgrade path does. A snapshot is then written at the log
-// end offset, so the next recovery starts there. Callers hold appendMu, or run before the log is
+// of the last two segments, as Kafka's upgrade path does. When batches were replayed, a snapshot
+// is then written at the log end offset, so the next recovery starts there. Callers hold appendMu, or run before the log is
 // shared.
 func (l *Log) loadProducerState(lastTwo bool) error {
 	l.mu.RLock()
@@ -196,7 +196,9 @@ func (l *Log) loadProducerState(lastTwo bool) error {
 			return err
 		}
 	}
-	if !ok || from < leo {
+	if from < leo {
+		// What was replayed need not be again: Kafka's recovery ends with a snapshot too. A
+		// log with nothing to replay (new, or read whole from a snapshot) writes none.
 		if err := ps.writeSnapshot(leo, false); err != nil {
 			l.logger.Warn("producer snapshot not written after recovery; the next one replays more", "err", err)
 		}

@@ -248,7 +248,7 @@ func TestProducerStateSurvivesReopen(t *testing.T) {
 		}
 		require.NoError(t, l.Close())
 
-		require.Equal(t, []int64{0, 9}, snapshotOffsets(t, fsy, dir), "the open's, and the close's at the log end offset")
+		require.Equal(t, []int64{9}, snapshotOffsets(t, fsy, dir), "the close's, at the log end offset (a new log writes none at open)")
 		require.Equal(t, []producerstate.Entry{{ProducerID: 7, Epoch: 4,
 			Batches:          []producerstate.BatchMetadata{{FirstSeq: 6, LastSeq: 8, FirstOffset: 6, LastOffset: 8, Timestamp: testEpoch.UnixMilli() + 8}},
 			CoordinatorEpoch: -1, LastTimestamp: testEpoch.UnixMilli() + 8, CurrentTxnFirstOffset: -1}},
@@ -285,14 +285,14 @@ func TestProducerStateRebuiltAfterCrash(t *testing.T) {
 		want := l.Producers()
 		// The open of the empty log wrote one at 0 (where Kafka's takeSnapshot, with nothing
 		// new since offset 0, writes none); no roll, no close, so no other.
-		require.Equal(t, []int64{0}, snapshotOffsets(t, fsy, dir))
+		require.Empty(t, snapshotOffsets(t, fsy, dir), "no roll, no close: no snapshot yet")
 
 		crash := filepath.Join(t.TempDir(), "crash")
 		crashCopy(t, fsy, dir, crash)
 		c := openTestLog(t, fsy, crash, baseConfig())
 		require.Equal(t, want, c.Producers())
 		require.Equal(t, int64(12), c.LastStableOffset())
-		require.Equal(t, []int64{0, 14}, snapshotOffsets(t, fsy, crash), "written after the replay")
+		require.Equal(t, []int64{14}, snapshotOffsets(t, fsy, crash), "written after the replay")
 		before := dirFiles(t, fsy, crash)
 		for i := 1; i < 6; i++ {
 			first, last, err := appendRaw(t, c, batches[i])
@@ -336,7 +336,7 @@ func TestProducerSnapshotsAtRollTruncateRetention(t *testing.T) {
 			batches = append(batches, b)
 		}
 		require.Equal(t, []int64{0, 10, 20, 30}, segmentBases(l))
-		require.Equal(t, []int64{0, 10, 20, 30}, snapshotOffsets(t, fsy, dir), "the open's at 0, then one at each roll")
+		require.Equal(t, []int64{10, 20, 30}, snapshotOffsets(t, fsy, dir), "one at each roll")
 		for _, base := range []int64{10, 20, 30} {
 			entries := readSnapshotFile(t, fsy, dir, base)
 			require.Len(t, entries, 1)
@@ -348,7 +348,7 @@ func TestProducerSnapshotsAtRollTruncateRetention(t *testing.T) {
 		// 20 with 20-24 replayed, and written at the new end.
 		require.NoError(t, l.TruncateTo(25))
 		require.Equal(t, int64(25), l.LogEndOffset())
-		require.Equal(t, []int64{0, 10, 20, 25}, snapshotOffsets(t, fsy, dir))
+		require.Equal(t, []int64{10, 20, 25}, snapshotOffsets(t, fsy, dir))
 		require.Equal(t, int32(24), l.Producers()[0].LastSequence)
 		first, last := mustAppendRaw(t, l, batches[4])
 		require.Equal(t, [2]int64{20, 24}, [2]int64{first, last}, "a retry of the last batch kept")
