@@ -156,4 +156,3 @@ func TestReplicationFollowerLSOBoundedByHighWatermark(t *testing.T) {
 		require.Equal(t, leader.Producers(), follower.Producers())
 	})
 }
-
