@@ -582,3 +582,52 @@ func TestConcurrentTransactionsOneReader(t *testing.T) {
 		require.Equal(t, want, values(readAll(t, s, "out", 0, ReadCommitted)))
 	})
 }
+
+// TestCompactionKeepsCommittedValueOverAbortedOne: a compacted topic where a key's committed
+// value is followed by an aborted one. Compaction must not let the aborted record stand for
+// the key (Kafka's cleaner leaves aborted batches out of its offset map and removes them): a
+// ReadCommitted reader still reads the committed value after the clean, and a ReadUncommitted
+// reader no longer sees the aborted one.
+func TestCompactionKeepsCommittedValueOverAbortedOne(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		ctx := context.Background()
+		s := openTxnStore(t, fsy, t.TempDir(), 1)
+		cfg := compactConfig()
+		c, err := s.CreateTopic("c", TopicConfig{LogConfig: cfg})
+		require.NoError(t, err)
+		p, err := s.NewProducer(ctx, ProducerConfig{TransactionalID: "tx"})
+		require.NoError(t, err)
+		require.NoError(t, p.Begin())
+		require.NoError(t, p.Append(ctx, "c", &Record{Key: []byte("a"), Value: []byte("committed")}))
+		require.NoError(t, p.Commit(ctx))
+		require.NoError(t, p.Begin())
+		require.NoError(t, p.Append(ctx, "c", &Record{Key: []byte("a"), Value: []byte("aborted")}))
+		require.NoError(t, p.Abort(ctx))
+		// Key b: the aborted transaction's ABORT marker lands in the active segment, past the
+		// segments cleaned, which hold its record.
+		require.NoError(t, p.Begin())
+		require.NoError(t, p.Append(ctx, "c", &Record{Key: []byte("b"), Value: []byte("b-committed")}))
+		require.NoError(t, p.Commit(ctx))
+		require.NoError(t, p.Begin())
+		require.NoError(t, p.Append(ctx, "c", &Record{Key: []byte("b"), Value: []byte("b-aborted")}))
+		for i := range 60 {
+			require.NoError(t, c.Append(ctx, &Record{Key: fmt.Appendf(nil, "f%d", i%3), Value: fmt.Appendf(nil, "filler%d", i)}))
+		}
+		require.NoError(t, p.Abort(ctx))
+		part := stMust(c.Partition(0))
+		require.Greater(t, part.SegmentCount(), 2)
+		require.Equal(t, []string{"committed", "b-committed"}, values(readAll(t, s, "c", 0, ReadCommitted))[:2])
+		_, err = c.Compact(ctx)
+		require.NoError(t, err)
+		// What the clean left: the committed values of a and b, then the fillers of the active
+		// segment, which is not cleaned.
+		got := values(readAll(t, s, "c", 0, ReadCommitted))
+		require.Equal(t, []string{"committed", "b-committed"}, got[:2])
+		require.Equal(t, []string{"filler57", "filler58", "filler59"}, got[len(got)-3:])
+		require.Equal(t, got, values(readAll(t, s, "c", 0, ReadUncommitted)), "the aborted records are gone")
+		// The producer's state survives the clean: its next transaction goes on in sequence.
+		require.NoError(t, p.Begin())
+		require.NoError(t, p.Append(ctx, "c", &Record{Key: []byte("a"), Value: []byte("again")}))
+		require.NoError(t, p.Commit(ctx))
+	})
+}
