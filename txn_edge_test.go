@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -630,4 +631,55 @@ func TestCompactionKeepsCommittedValueOverAbortedOne(t *testing.T) {
 		require.NoError(t, p.Append(ctx, "c", &Record{Key: []byte("a"), Value: []byte("again")}))
 		require.NoError(t, p.Commit(ctx))
 	})
+}
+
+// TestIdempotentRetryAfterReopen: a producer's retry of its last batch, sent after the store
+// was closed and reopened, is answered with the original offsets and writes nothing: the
+// producer state comes back from the snapshot written at close, and, with every snapshot
+// deleted, from the replay of the log. An older batch's retry is out of order after a load
+// from a snapshot, as in Kafka, whose snapshot keeps each producer's last batch only.
+func TestIdempotentRetryAfterReopen(t *testing.T) {
+	for _, dropSnapshots := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dropSnapshots=%v", dropSnapshots), func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, env *storeEnv) {
+				ctx := context.Background()
+				s, part := repOpen(t, env, TopicConfig{}, WithClock(fixedClock))
+				p, err := s.NewProducer(ctx, ProducerConfig{})
+				require.NoError(t, err)
+				for i := range 3 {
+					require.NoError(t, p.Append(ctx, repTopic, repRecs("v", 2*i, 2)...))
+				}
+				last, err := part.ReadBatches(nil, 4, 1)
+				require.NoError(t, err)
+				first, err := part.ReadBatches(nil, 0, 1)
+				require.NoError(t, err)
+				want := part.Producers()
+				require.NoError(t, s.Close())
+				if dropSnapshots {
+					dir := env.path(repTopic + "-0")
+					for _, name := range fsListDir(t, env.FS(), dir) {
+						if filepath.Ext(name) == ".snapshot" {
+							require.NoError(t, env.FS().Remove(filepath.Join(dir, name)))
+						}
+					}
+				}
+				_, part = repOpen(t, env, TopicConfig{}, WithClock(fixedClock))
+				require.Equal(t, want, part.Producers())
+				f, l, err := part.AppendAsLeader(ctx, AcksAll, last)
+				require.NoError(t, err)
+				require.Equal(t, [2]int64{4, 5}, [2]int64{f, l})
+				// An older batch: Kafka's snapshot keeps only a producer's last batch, so
+				// after a load from it the retry is out of order; a replay of the log knows
+				// the last five.
+				f, l, err = part.AppendAsLeader(ctx, AcksAll, first)
+				if dropSnapshots {
+					require.NoError(t, err)
+					require.Equal(t, [2]int64{0, 1}, [2]int64{f, l})
+				} else {
+					require.ErrorIs(t, err, ErrOutOfOrderSequence)
+				}
+				require.Equal(t, int64(6), part.LogEndOffset())
+			})
+		})
+	}
 }
