@@ -29,7 +29,9 @@ import (
 //     offset is acquired, so that retention cannot delete its files under the clean.
 //  2. The offset map (cleaner.OffsetMap) takes the keys of the dirty batches, each at its latest
 //     offset, until it is full (Kafka's buildOffsetMap): the pass then ends at the batch that did
-//     not fit, and the next pass starts there.
+//     not fit, and the next pass starts there. Batches of aborted transactions (the .txnindex
+//     entries, markers past the cleaned segments included) put no key, and the filter removes
+//     their records.
 //  3. The segments from the log start to the map's end are grouped (cleaner.GroupBySize: up to
 //     segment.bytes and segment.index.bytes, Kafka's groupSegmentsBySize), and each group is
 //     copied into one new segment, the batches filtered by cleaner.Filter (Kafka's
@@ -318,8 +320,18 @@ func (l *Log) cleanPass(ctx context.Context, m *cleaner.OffsetMap, now time.Time
 	}()
 	r.Passes = 1
 
+	// The aborted transactions that may hold batches of the segments cleaned, their markers
+	// possibly past them: their batches put no key in the map and are removed (every
+	// transaction there is decided: the uncleanable offset stops at the first undecided one).
+	abortedTxns, err := l.abortedTxns(nil, p.segs[0].BaseOffset(), p.uncleanable)
+	if err != nil {
+		return r, false, err
+	}
+	aborted := func(h *recordbatch.Header) bool {
+		return h.Attributes.Transactional() && !h.Attributes.Control() && isAborted(abortedTxns, h.ProducerID, h.BaseOffset)
+	}
 	m.Reset()
-	end, read, err := l.buildOffsetMap(ctx, p, m)
+	end, read, err := l.buildOffsetMap(ctx, p, m, aborted)
 	r.BytesRead += read
 	if err != nil {
 		return r, false, err
@@ -332,7 +344,8 @@ func (l *Log) cleanPass(ctx context.Context, m *cleaner.OffsetMap, now time.Time
 		KeepEmpty: func(h *recordbatch.Header) bool {
 			return h.ProducerID >= 0 && last[h.ProducerID] == h.LastOffset()
 		},
-		Limits: recordbatch.Limits{MaxBatchSize: l.segCfg.MaxBatchSize(), MaxDecompressedSize: l.cfg.readDecompressLimit()}}
+		Aborted: aborted,
+		Limits:  recordbatch.Limits{MaxBatchSize: l.segCfg.MaxBatchSize(), MaxDecompressedSize: l.cfg.readDecompressLimit()}}
 
 	// The segments to copy: every one from the log start that holds offsets below end.
 	var spans []cleaner.SegmentSpan
@@ -410,20 +423,8 @@ func (l *Log) batchesOf(ctx context.Context, s *segment.Segment, buf *[]byte, fn
 // and returns where the map ends: p.uncleanable when every dirty batch fitted, else the base
 // offset of the first batch that did not. A dedupe buffer that cannot hold the first dirty
 // batch's keys is ErrInvalidConfig. read counts the bytes read.
-//
-// The batches of aborted transactions put no key in the map, as in Kafka (the cleaner's
-// CleanedTransactionMetadata, from the aborted transactions collected over the dirty range):
-// a value no ReadCommitted reader sees must not make the cleaner remove the older value it
-// would have replaced. Control batches put none either (OffsetMap.AddBatch).
-func (l *Log) buildOffsetMap(ctx context.Context, p cleanPlan, m *cleaner.OffsetMap) (end int64, read int64, err error) {
+func (l *Log) buildOffsetMap(ctx context.Context, p cleanPlan, m *cleaner.OffsetMap, aborted func(*recordbatch.Header) bool) (end int64, read int64, err error) {
 	end = p.uncleanable
-	// Every transaction with a batch in the dirty range is decided (the uncleanable offset is
-	// at or below the first offset of an open one), so its ABORT marker, wherever it landed,
-	// is in a segment's .txnindex.
-	aborted, err := l.abortedTxns(nil, p.firstDirty, p.uncleanable)
-	if err != nil {
-		return end, 0, err
-	}
 	var dec recordbatch.Decoder
 	dec.Limits = recordbatch.Limits{MaxBatchSize: l.segCfg.MaxBatchSize(), MaxDecompressedSize: l.cfg.readDecompressLimit()}
 	var buf []byte
@@ -439,8 +440,8 @@ func (l *Log) buildOffsetMap(ctx context.Context, p cleanPlan, m *cleaner.Offset
 				return true, nil
 			}
 			read += int64(len(b))
-			if h.Attributes.Transactional() && !h.Attributes.Control() && isAborted(aborted, h.ProducerID, h.BaseOffset) {
-				return true, nil
+			if aborted(&h) {
+				return true, nil // Kafka's buildOffsetMapForSegment passes over aborted batches
 			}
 			added, err := m.AddBatch(&dec, b)
 			if err != nil {

@@ -358,13 +358,20 @@ func (s *Store) Dir() string { return s.dir }
 // folder "<name>-<partition>", stores cfg with it, and returns it. cfg's zero fields take Kafka's
 // defaults.
 //
-// Returns ErrInvalidTopicName (creating nothing anywhere) for a name outside Kafka's rule or
+// Returns ErrInvalidTopicName (creating nothing anywhere) for a name outside Kafka's rule, one of
+// the internal topics' (__transaction_state, __consumer_offsets) in any case, or one
 // whose partition folder exists as a symbolic link, ErrTopicExists for a held name or one
 // differing only in case, ErrInvalidConfig for a config value out of range (Partitions above
 // MaxPartitions included), ErrClosed after Close.
 func (s *Store) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	if err := checkTopicName(name); err != nil {
 		return nil, err
+	}
+	for _, internal := range []string{transactionStateTopic, consumerOffsetsTopic} {
+		// Its folders would be the coordinator's on a case-insensitive file system.
+		if strings.EqualFold(name, internal) {
+			return nil, fmt.Errorf("%w: %q collides with the internal topic %q on case-insensitive file systems", ErrInvalidTopicName, name, internal)
+		}
 	}
 	if cfg.Partitions == 0 {
 		cfg.Partitions = 1

@@ -19,7 +19,9 @@
 // sequence and last offset delta, so offsets never move and producer sequences stay valid.
 // A batch none of whose records is kept goes, unless it is its producer's last, which is kept
 // empty (record count 0), as Kafka keeps it so that producer state survives. Control batches
-// (transaction markers) are kept unchanged; transactions are handled with the producer state.
+// (transaction markers) are kept unchanged. The records of a batch of an aborted transaction
+// (Rules.Aborted) all go, as Kafka's cleaner discards aborted batches; the caller leaves such
+// batches out of the offset map, so that an aborted value never stands for its key.
 //
 // # Tombstones (KIP-534)
 //

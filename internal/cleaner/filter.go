@@ -19,6 +19,10 @@ type Rules struct {
 	// true for the last batch of its producer (Kafka's BatchRetention.RETAIN_EMPTY). nil keeps
 	// none.
 	KeepEmpty func(h *recordbatch.Header) bool
+	// Aborted says whether a transactional data batch belongs to an aborted transaction: all
+	// its records go, as Kafka's cleaner discards aborted batches (CleanedTransactionMetadata),
+	// the batch itself kept empty if KeepEmpty says so. nil: none is.
+	Aborted func(h *recordbatch.Header) bool
 	// Limits bound the batches decoded.
 	Limits recordbatch.Limits
 }
@@ -70,7 +74,11 @@ func (f *Filter) Batch(dst, batch []byte, r *Rules) ([]byte, Result, error) {
 	f.kept = f.kept[:0]
 	tombstones := 0
 	latest := r.Map.LatestOffset()
+	aborted := h.Attributes.Transactional() && r.Aborted != nil && r.Aborted(&h)
 	for rec := range b.Records() {
+		if aborted {
+			break
+		}
 		if b.RecordOffset(&rec) > latest {
 			// Past the map: the pass did not read its keys, so nothing is known to supersede
 			// it, and a tombstone there may still hide an older value the map holds (Kafka's
