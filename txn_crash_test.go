@@ -104,7 +104,18 @@ type txnCrashModel struct {
 	epoch int16
 	// sourceEnd is the end of what was acknowledged in source-0.
 	sourceEnd int64
+	topics    bool   // both topics' creation was acknowledged
 	step      string // the step in flight, for the failure message
+}
+
+// txnCrashTopicConfig is the configuration of the workload's topics: small segments, so that
+// they roll (and take producer snapshots) every few appends.
+func txnCrashTopicConfig(name string) TopicConfig {
+	cfg := TopicConfig{Partitions: 1, LogConfig: LogConfig{SegmentBytes: 700, SegmentIndexBytes: 240, IndexIntervalBytes: 256}}
+	if name == txnCrashTopic {
+		cfg.Partitions = 2
+	}
+	return cfg
 }
 
 // txnCrashValue names record j of what the workload writes at round i; every value is unique.
@@ -126,16 +137,15 @@ func txnCrashWorkload(fsy fsys.FS) (m *txnCrashModel, err error) {
 		}
 	}()
 	m.step = "create topics"
-	orders, err := s.CreateTopic(txnCrashTopic, TopicConfig{Partitions: 2, LogConfig: LogConfig{
-		SegmentBytes: 700, SegmentIndexBytes: 240, IndexIntervalBytes: 256}})
+	orders, err := s.CreateTopic(txnCrashTopic, txnCrashTopicConfig(txnCrashTopic))
 	if err != nil {
 		return m, err
 	}
-	source, err := s.CreateTopic(txnCrashSource, TopicConfig{Partitions: 1, LogConfig: LogConfig{
-		SegmentBytes: 700, SegmentIndexBytes: 240, IndexIntervalBytes: 256}})
+	source, err := s.CreateTopic(txnCrashSource, txnCrashTopicConfig(txnCrashSource))
 	if err != nil {
 		return m, err
 	}
+	m.topics = true
 	m.step = "new idempotent producer"
 	idem, err := s.NewProducer(ctx, ProducerConfig{})
 	if err != nil {
@@ -332,6 +342,13 @@ func txnCrashCheck(img fsys.FS, m *txnCrashModel) error {
 	seen := map[string]txnCrashAt{}
 	for _, name := range []string{txnCrashTopic, txnCrashSource} {
 		t, err := s.Topic(name)
+		if errors.Is(err, ErrUnknownTopic) && !m.topics {
+			// Its creation was in flight: created whole or not at all, and nothing in it.
+			if _, err := s.CreateTopic(name, txnCrashTopicConfig(name)); err != nil {
+				return fmt.Errorf("create %s after the reopen: %w", name, err)
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
