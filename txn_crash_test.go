@@ -70,7 +70,7 @@ var txnCrashModes = append([]faultfs.Mode{faultfs.ProcessKill}, powerLossModes..
 // race detector, which makes each about 5x slower. COMMITLOG_CRASH_POINTS=all checks every one.
 func txnCrashSample() int {
 	if faultfs.RaceEnabled {
-		return 40
+		return 15
 	}
 	return 200
 }
