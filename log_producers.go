@@ -60,9 +60,11 @@ func (ps *producerState) snapshots() ([]int64, error) {
 }
 
 // writeSnapshot writes the state as the snapshot at offset, replacing one there; durable adds
-// the fsync of the file and of the folder (Close). A new file goes in under a temporary name and
-// is renamed, so a snapshot file is whole or absent; a crash that loses an unsynced one costs a
-// longer replay, never a wrong state.
+// the fsync of the folder (Close). A new file goes in under a temporary name, fsynced, and is
+// renamed, so a snapshot file is whole or absent after a power loss too (a rename of unsynced
+// bytes that a later fsync of the folder makes durable would leave an empty or torn file, which
+// no open removes when a newer snapshot decodes); a crash that loses the rename costs a longer
+// replay, never a wrong state.
 func (ps *producerState) writeSnapshot(offset int64, durable bool) error {
 	b := producerstate.EncodeSnapshot(ps.m.Entries())
 	path := filepath.Join(ps.dir, producerstate.SnapshotName(offset))
@@ -72,7 +74,7 @@ func (ps *producerState) writeSnapshot(offset int64, durable bool) error {
 		return fmt.Errorf("commitlog: write %s: %w", path, err)
 	}
 	_, err = f.WriteAt(b, 0)
-	if err == nil && durable {
+	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
