@@ -146,12 +146,12 @@ func (c *txnCoordinator) ensureOpen() error {
 	o.cleanerPoints = nil // the internal logs keep their cleaner points in memory
 	var err error
 	c.log, err = openLog(filepath.Join(c.s.dir, partitionDirName(transactionStateTopic, 0)),
-		LogConfig{CleanupPolicy: CleanupCompact, Sync: SyncAlways}, o, false, false)
+		internalLogConfig(), o, false, false)
 	if err != nil {
 		return fmt.Errorf("commitlog: open the transaction state log: %w", err)
 	}
 	c.offsets, err = openLog(filepath.Join(c.s.dir, partitionDirName(consumerOffsetsTopic, 0)),
-		LogConfig{CleanupPolicy: CleanupCompact, Sync: SyncAlways}, o, false, false)
+		internalLogConfig(), o, false, false)
 	if err != nil {
 		c.log.Close()
 		return fmt.Errorf("commitlog: open the consumer offsets log: %w", err)
@@ -162,6 +162,13 @@ func (c *txnCoordinator) ensureOpen() error {
 	}
 	c.opened = true
 	return nil
+}
+
+// internalLogConfig is the configuration of the coordinator's logs: compacted, as Kafka's internal
+// topics are (one record per transactional.id, per reader partition, survives), every append
+// fsynced, and indexes preallocated to 1 MiB rather than 10: the logs are small.
+func internalLogConfig() LogConfig {
+	return LogConfig{CleanupPolicy: CleanupCompact, Sync: SyncAlways, SegmentIndexBytes: 1 << 20}
 }
 
 // isOpen reports whether ensureOpen has opened the logs.

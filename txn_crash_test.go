@@ -325,6 +325,11 @@ func txnCrashVisible(s *Store, create bool) (map[string]txnCrashAt, error) {
 			}
 		}
 	}
+	// A crash before the first NewProducer leaves no coordinator log: open them as NewProducer
+	// would, to check them too.
+	if err := s.txn.ensureOpen(); err != nil {
+		return nil, err
+	}
 	for _, l := range []*Log{s.txn.log, s.txn.offsets} {
 		if lso, leo := l.LastStableOffset(), l.LogEndOffset(); lso != leo {
 			return nil, fmt.Errorf("%s: last stable offset %d, log end offset %d", l.Dir(), lso, leo)
