@@ -66,15 +66,13 @@ const (
 var txnCrashModes = append([]faultfs.Mode{faultfs.ProcessKill}, powerLossModes...)
 
 // txnCrashSample is how many crash points the default run checks, of the workload's ~1,300
-// operations (each point reopened in five modes, 0.1-0.3 s of CPU a point, most of it the
-// memory file system copying and clearing the coordinator logs' 10 MiB preallocated indexes);
-// fewer under the race detector, which makes each about 5x slower. COMMITLOG_CRASH_POINTS=all
-// checks every one.
+// operations (each point reopened in five modes, about 0.05 s of CPU a point); fewer under the
+// race detector, which makes each about 5x slower. COMMITLOG_CRASH_POINTS=all checks every one.
 func txnCrashSample() int {
 	if faultfs.RaceEnabled {
-		return 15
+		return 60
 	}
-	return 150
+	return 600
 }
 
 func txnCrashOptions(fsy fsys.FS) []Option {
