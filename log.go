@@ -302,7 +302,7 @@ func (l *Log) Close() error {
 	if clean {
 		// Kafka's close takes a producer snapshot at the log end offset: the next open reads it
 		// and replays nothing.
-		if err := l.producers.writeSnapshot(act.NextOffset(), true); err != nil {
+		if err := l.producers.writeSnapshot(act.NextOffset(), true, true); err != nil {
 			l.logger.Warn("producer snapshot not written at close; the next open replays from an older one", "err", err)
 		}
 	}

@@ -512,8 +512,9 @@ func (l *Log) roll(newBase int64) error {
 		}
 	}
 	// Kafka's roll takes a producer snapshot at the new segment's base offset: a recovery replays
-	// from the newest one. Unsynced: a lost one only means an older one is read.
-	if err := l.producers.writeSnapshot(newBase, false); err != nil {
+	// from the newest one. Synced here under SyncAlways, whose roll waits for the disk anyway;
+	// else by the flusher, with the segment this roll sealed (planFlush).
+	if err := l.producers.writeSnapshot(newBase, always, false); err != nil {
 		l.logger.Warn("producer snapshot not written at roll; a recovery replays from an older one", "base_offset", newBase, "err", err)
 	}
 	if !always {

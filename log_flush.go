@@ -6,11 +6,13 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
+	"github.com/commitlog-go/commitlog/internal/producerstate"
 	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
@@ -217,7 +219,7 @@ func (l *Log) planFlush() (sealedFlush, error) {
 	if f.target <= f.from {
 		return f, nil
 	}
-	for _, s := range l.segments[:len(l.segments)-1] {
+	for i, s := range l.segments[:len(l.segments)-1] {
 		if s.BaseOffset() >= f.target {
 			break
 		}
@@ -225,6 +227,9 @@ func (l *Log) planFlush() (sealedFlush, error) {
 			for _, suf := range flushedSuffixes {
 				f.paths = append(f.paths, s.Path(suf))
 			}
+			// The producer snapshot the roll that sealed s wrote, named by the next segment's
+			// base offset (see writeSnapshot); syncPath passes over a missing one.
+			f.paths = append(f.paths, filepath.Join(l.dir, producerstate.SnapshotName(l.segments[i+1].BaseOffset())))
 		}
 	}
 	return f, nil

@@ -126,7 +126,7 @@ func planFlushOfThree(t *testing.T, l *Log) ([]*Record, sealedFlush) {
 	f, err := l.planFlush()
 	require.NoError(t, err)
 	require.Equal(t, int64(30), f.target)
-	require.Len(t, f.paths, 3*len(flushedSuffixes))
+	require.Len(t, f.paths, 3*(len(flushedSuffixes)+1)) // and each roll's producer snapshot
 	return want, f
 }
 

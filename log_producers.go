@@ -59,13 +59,14 @@ func (ps *producerState) snapshots() ([]int64, error) {
 	return offs, nil
 }
 
-// writeSnapshot writes the state as the snapshot at offset, replacing one there; durable adds
-// the fsync of the folder (Close). A new file goes in under a temporary name, fsynced, and is
-// renamed, so a snapshot file is whole or absent after a power loss too (a rename of unsynced
-// bytes that a later fsync of the folder makes durable would leave an empty or torn file, which
-// no open removes when a newer snapshot decodes); a crash that loses the rename costs a longer
-// replay, never a wrong state.
-func (ps *producerState) writeSnapshot(offset int64, durable bool) error {
+// writeSnapshot writes the state as the snapshot at offset, replacing one there, under a
+// temporary name renamed into place, so that a snapshot file is whole or absent. syncFile fsyncs
+// the file before the rename, durable also the folder after it (Close). A roll under SyncNever
+// and SyncInterval syncs neither: the flusher syncs the snapshot with the segment the roll sealed
+// (planFlush), as Kafka's roll leaves the snapshot's flush to its background flush; until then a
+// power loss may leave it empty or torn, which only the newest snapshots can be (the flush goes in
+// roll order), and loading deletes a snapshot that does not decode and reads the one before.
+func (ps *producerState) writeSnapshot(offset int64, syncFile, durable bool) error {
 	b := producerstate.EncodeSnapshot(ps.m.Entries())
 	path := filepath.Join(ps.dir, producerstate.SnapshotName(offset))
 	tmp := path + ".tmp"
@@ -74,7 +75,7 @@ func (ps *producerState) writeSnapshot(offset int64, durable bool) error {
 		return fmt.Errorf("commitlog: write %s: %w", path, err)
 	}
 	_, err = f.WriteAt(b, 0)
-	if err == nil {
+	if err == nil && (syncFile || durable) {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -201,7 +202,7 @@ func (l *Log) loadProducerState(lastTwo bool) error {
 	if from < leo {
 		// What was replayed need not be again: Kafka's recovery ends with a snapshot too. A
 		// log with nothing to replay (new, or read whole from a snapshot) writes none.
-		if err := ps.writeSnapshot(leo, false); err != nil {
+		if err := ps.writeSnapshot(leo, true, false); err != nil {
 			l.logger.Warn("producer snapshot not written after recovery; the next one replays more", "err", err)
 		}
 	}
