@@ -39,6 +39,22 @@ func openBenchStore(b *testing.B, sync SyncPolicy) (*Store, *Topic) {
 	return s, t
 }
 
+// storeFsyncs is the group-commit fsyncs done so far by every log of s: its topics' partitions
+// and the coordinator's two logs.
+func storeFsyncs(s *Store) int64 {
+	n := s.txn.log.gc.fsyncs.Load() + s.txn.offsets.gc.fsyncs.Load()
+	for _, name := range s.Topics() {
+		t, err := s.Topic(name)
+		if err != nil {
+			continue
+		}
+		for _, p := range t.partitions {
+			n += p.log.gc.fsyncs.Load()
+		}
+	}
+	return n
+}
+
 // BenchmarkIdempotentAppend measures Producer.Append of an idempotent producer against
 // Topic.Append of the same records to the same kind of topic (one partition, AcksAll), in calls of
 // 1 and 100 records, under SyncNever (where the producer's own cost shows) and SyncAlways. One op
@@ -78,22 +94,23 @@ func BenchmarkIdempotentAppend(b *testing.B) {
 // BenchmarkTransaction measures transactions of 10 and 1,000 records (Begin, one Append of the
 // records, Commit) under SyncNever and SyncAlways of the data topic, against Topic.Append of the
 // same records in one call. One op is one transaction (one call for plain); it reports txn/s
-// (calls/s for plain) and records/s. The coordinator's state log is always synced: a
-// transaction's AddPartitions and PrepareCommit wait for its fsync whatever the data topic's
-// policy.
+// (calls/s for plain), records/s and fsyncs/txn (the fsyncs of every log of the store). The
+// coordinator's state log is always synced: a transaction's AddPartitions (Ongoing) and
+// PrepareCommit wait for its fsync whatever the data topic's policy.
 func BenchmarkTransaction(b *testing.B) {
 	ctx := context.Background()
 	for _, sy := range benchSyncs {
 		for _, size := range []int{10, 1000} {
 			name := fmt.Sprintf("sync=%s/records=%d", sy.name, size)
-			report := func(b *testing.B) {
+			report := func(b *testing.B, fsyncs int64) {
 				if s := b.Elapsed().Seconds(); s > 0 {
 					b.ReportMetric(float64(b.N)/s, "txn/s")
 					b.ReportMetric(float64(b.N*size)/s, "records/s")
 				}
+				b.ReportMetric(float64(fsyncs)/float64(b.N), "fsyncs/txn")
 			}
 			b.Run(name+"/plain", func(b *testing.B) {
-				_, t := openBenchStore(b, sy.p)
+				s, t := openBenchStore(b, sy.p)
 				recs := benchRecords(size)
 				if err := t.Append(ctx, recs...); err != nil {
 					b.Fatal(err)
@@ -101,13 +118,14 @@ func BenchmarkTransaction(b *testing.B) {
 				b.SetBytes(int64(size) * benchRecBytes)
 				b.ReportAllocs()
 				b.ResetTimer()
+				f0 := storeFsyncs(s)
 				for range b.N {
 					if err := t.Append(ctx, recs...); err != nil {
 						b.Fatal(err)
 					}
 				}
 				b.StopTimer()
-				report(b)
+				report(b, storeFsyncs(s)-f0)
 			})
 			b.Run(name+"/txn", func(b *testing.B) {
 				s, _ := openBenchStore(b, sy.p)
@@ -132,13 +150,14 @@ func BenchmarkTransaction(b *testing.B) {
 				b.SetBytes(int64(size) * benchRecBytes)
 				b.ReportAllocs()
 				b.ResetTimer()
+				f0 := storeFsyncs(s)
 				for range b.N {
 					if err := txn(); err != nil {
 						b.Fatal(err)
 					}
 				}
 				b.StopTimer()
-				report(b)
+				report(b, storeFsyncs(s)-f0)
 			})
 		}
 	}
