@@ -344,7 +344,7 @@ func (l *Log) write(w *pendingWrite, assign, await bool) (t writeTicket, firstOf
 		// In the file, not yet visible: the producer state takes the batches now, so that a
 		// transaction is open (the last stable offset held below it) before a reader can see
 		// its first batch, and an aborted one is in the .txnindex before its marker is.
-		if _, err := l.applyProducers(seg, w); err != nil {
+		if err := l.applyProducers(seg, w); err != nil {
 			if terr := seg.DiscardFrom(pos); terr != nil {
 				l.fail(fmt.Errorf("remove partial write of %s at %d: %w (after %w)", seg.Path(segment.LogSuffix), pos, terr, err))
 			}

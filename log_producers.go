@@ -241,7 +241,7 @@ func (l *Log) replayProducers(from, leo int64) error {
 				return true
 			}
 			if !h.Attributes.Control() {
-				l.producers.m.Update(producerBatchOf(h))
+				l.producers.m.Apply(producerBatchOf(h))
 				return true
 			}
 			// A marker: its one record says commit or abort.
@@ -360,7 +360,7 @@ type producerCheck struct {
 func (l *Log) checkProducers(w *pendingWrite) (producerCheck, error) {
 	var pc producerCheck
 	dups, fresh := 0, 0
-	var pending map[int64]producerstate.Batch // earlier batches of this write, by producer
+	var pending map[int64]producerstate.Batch // earlier batches of this write, by producer (several only)
 	for _, b := range w.batches {
 		h, err := recordbatch.ParseHeader(w.data[b.position:], 0)
 		if err != nil {
@@ -404,10 +404,12 @@ func (l *Log) checkProducers(w *pendingWrite) (producerCheck, error) {
 		} else if err := l.producers.m.Check(pb); err != nil {
 			return pc, err
 		}
-		if pending == nil {
-			pending = map[int64]producerstate.Batch{}
+		if len(w.batches) > 1 { // a write of one batch (every producer's append) needs no map
+			if pending == nil {
+				pending = map[int64]producerstate.Batch{}
+			}
+			pending[pb.ProducerID] = pb
 		}
-		pending[pb.ProducerID] = pb
 		fresh++
 	}
 	if dups > 0 {
@@ -421,16 +423,20 @@ func (l *Log) checkProducers(w *pendingWrite) (producerCheck, error) {
 
 // applyProducers gives the producer state the batches of w, just written at pos of seg and not
 // yet published: data batches update their producer, markers complete their transaction, and an
-// ABORT marker's transaction goes to seg's .txnindex. It returns a function undoing all of it,
-// for a write that fails before it is published; on an error of its own (the .txnindex write) it
-// has undone itself. Callers hold appendMu.
-func (l *Log) applyProducers(seg *segment.Segment, w *pendingWrite) (undo func(), err error) {
-	var undos []func()
-	undoAll := func() {
-		for i := len(undos) - 1; i >= 0; i-- {
-			undos[i]()
+// ABORT marker's transaction goes to seg's .txnindex. When that .txnindex write fails it undoes
+// what it did (the state's changes by the batches before the marker, and the entries it wrote)
+// and returns the error; only a write holding a marker can fail so, so the undo is kept for
+// such writes only, and a write of data batches (every producer's append) keeps none. Callers
+// hold appendMu.
+func (l *Log) applyProducers(seg *segment.Segment, w *pendingWrite) error {
+	markers := false
+	for _, b := range w.batches {
+		if h, err := recordbatch.ParseHeader(w.data[b.position:], 0); err == nil && h.ProducerID >= 0 && h.Attributes.Control() {
+			markers = true
+			break
 		}
 	}
+	var undos []func()
 	indexed := false
 	for _, b := range w.batches {
 		h, err := recordbatch.ParseHeader(w.data[b.position:], 0)
@@ -438,7 +444,11 @@ func (l *Log) applyProducers(seg *segment.Segment, w *pendingWrite) (undo func()
 			continue
 		}
 		if !h.Attributes.Control() {
-			undos = append(undos, l.producers.m.Update(producerBatchOf(&h)))
+			if markers {
+				undos = append(undos, l.producers.m.Update(producerBatchOf(&h)))
+			} else {
+				l.producers.m.Apply(producerBatchOf(&h))
+			}
 			continue
 		}
 		mk, err := parseMarker(w.data[b.position:b.position+int64(b.size)], &h)
@@ -450,21 +460,18 @@ func (l *Log) applyProducers(seg *segment.Segment, w *pendingWrite) (undo func()
 		undos = append(undos, u)
 		if c.Aborted {
 			if err := seg.AppendAbortedTxn(abortedTxnOf(c, lso)); err != nil {
-				undoAll()
+				for i := len(undos) - 1; i >= 0; i-- {
+					undos[i]()
+				}
 				if indexed {
 					seg.TruncateTxnIndex(w.firstOffset)
 				}
-				return nil, wrapIOErr("write the transaction index of "+seg.Path(segment.LogSuffix), err)
+				return wrapIOErr("write the transaction index of "+seg.Path(segment.LogSuffix), err)
 			}
 			indexed = true
 		}
 	}
-	return func() {
-		undoAll()
-		if indexed {
-			seg.TruncateTxnIndex(w.firstOffset)
-		}
-	}, nil
+	return nil
 }
 
 // LastStableOffset returns the log's last stable offset (Kafka's LSO): the first offset of the

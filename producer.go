@@ -169,15 +169,15 @@ func (p *Producer) Append(ctx context.Context, topic string, recs ...*Record) er
 	if len(recs) == 0 {
 		return nil
 	}
-	byPartition, err := t.route(recs)
+	var one [1]partitionRecords // the usual single group, kept off the heap
+	groups, err := t.route(one[:0], recs)
 	if err != nil {
 		return err
 	}
-	ids := slices.Sorted(maps.Keys(byPartition))
 	if p.txn != nil {
 		var tps []topicPartition
-		for _, id := range ids {
-			if tp := (topicPartition{topic: topic, partition: id}); !p.added[tp] {
+		for _, g := range groups {
+			if tp := (topicPartition{topic: topic, partition: g.id}); !p.added[tp] {
 				tps = append(tps, tp)
 			}
 		}
@@ -191,10 +191,10 @@ func (p *Producer) Append(ctx context.Context, topic string, recs ...*Record) er
 		}
 	}
 	var errs []error
-	for _, id := range ids {
+	for _, pg := range groups {
+		id, g := pg.id, pg.recs
 		part := t.partitions[id]
 		tp := topicPartition{topic: topic, partition: id}
-		g := byPartition[id]
 		prod := &producerFields{producerID: p.producerID, producerEpoch: p.epoch, baseSequence: p.seqs[tp], transactional: p.txn != nil}
 		if err := part.appendProducer(ctx, prod, g); err != nil {
 			errs = append(errs, fmt.Errorf("topic %s partition %d: %w", topic, id, err))
@@ -364,22 +364,34 @@ func (p *Producer) Close() error {
 	return nil
 }
 
-// route groups recs by the partition the topic's partitioner picks, each group in call order.
-func (t *Topic) route(recs []*Record) (map[int32][]*Record, error) {
+// partitionRecords is the records of one call that go to partition id, in call order.
+type partitionRecords struct {
+	id   int32
+	recs []*Record
+}
+
+// route appends to dst the records of recs grouped by the partition the topic's partitioner
+// picks, one group per partition in ascending order, each in call order. A topic of one
+// partition whose partitioner hashes keys (which can only pick 0) gets recs itself as its one
+// group, without a copy.
+func (t *Topic) route(dst []partitionRecords, recs []*Record) ([]partitionRecords, error) {
 	part := *t.partitioner.Load()
 	n := t.PartitionCount()
+	if n == 1 && hashesKeys(part) {
+		return append(dst, partitionRecords{id: 0, recs: recs}), nil
+	}
 	out := map[int32][]*Record{}
 	for _, r := range recs {
-		p := int32(0)
-		if n > 1 || !hashesKeys(part) {
-			p = part.Partition(r, n)
-		}
+		p := part.Partition(r, n)
 		if p < 0 || p >= n {
 			return nil, fmt.Errorf("%w: partitioner chose partition %d of topic %s, which has %d", ErrUnknownTopic, p, t.name, n)
 		}
 		out[p] = append(out[p], r)
 	}
-	return out, nil
+	for _, id := range slices.Sorted(maps.Keys(out)) {
+		dst = append(dst, partitionRecords{id: id, recs: out[id]})
+	}
+	return dst, nil
 }
 
 // AbortTimedOutTransactions aborts now every transaction open longer than its producer's

@@ -199,3 +199,51 @@ func TestTransactionRecoveredAtOpen(t *testing.T) {
 		require.ErrorIs(t, p.Append(ctx, "out", &Record{}), ErrClosed)
 	})
 }
+
+// A producer's call is split by the topic's partitioner into one batch per partition, in
+// ascending partition order, each with the producer's sequence in that partition; a topic of one
+// partition takes the call whole.
+func TestProducerAppendRoutesByPartition(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		ctx := context.Background()
+		s := openTxnStore(t, fsy, t.TempDir(), 3)
+		out := stMust(s.Topic("out"))
+		out.SetPartitioner(ManualPartitioner())
+		p, err := s.NewProducer(ctx, ProducerConfig{})
+		require.NoError(t, err)
+		rec := func(part int32, v string) *Record { return &Record{Partition: part, Value: []byte(v)} }
+		first := []*Record{rec(2, "a"), rec(0, "b"), rec(2, "c"), rec(1, "d"), rec(0, "e")}
+		require.NoError(t, p.Append(ctx, "out", first...))
+		second := []*Record{rec(0, "f"), rec(2, "g")}
+		require.NoError(t, p.Append(ctx, "out", second...))
+		type at struct {
+			Partition int32
+			Offset    int64
+		}
+		var got []at
+		for _, r := range append(first, second...) {
+			got = append(got, at{r.Partition, r.Offset})
+		}
+		require.Equal(t, []at{{2, 0}, {0, 0}, {2, 1}, {1, 0}, {0, 1}, {0, 2}, {2, 2}}, got)
+		for id, want := range map[int32][]string{0: {"b", "e", "f"}, 1: {"d"}, 2: {"a", "c", "g"}} {
+			require.Equal(t, want, values(readAll(t, s, "out", id, ReadUncommitted)), "partition %d", id)
+			part, err := out.Partition(id)
+			require.NoError(t, err)
+			ps := part.Producers()
+			require.Len(t, ps, 1)
+			// Sequences count per partition from 0: the last is the partition's record count - 1.
+			require.Equal(t, int32(len(want)-1), ps[0].LastSequence, "partition %d", id)
+			require.Equal(t, int64(len(want)-1), ps[0].LastOffset, "partition %d", id)
+		}
+
+		one, err := s.CreateTopic("one", TopicConfig{Partitions: 1, LogConfig: LogConfig{SegmentIndexBytes: 64 << 10}})
+		require.NoError(t, err)
+		recs := []*Record{{Key: []byte("k1"), Value: []byte("x")}, {Key: []byte("k2"), Value: []byte("y")}}
+		require.NoError(t, p.Append(ctx, "one", recs...))
+		require.Equal(t, []int64{0, 1}, []int64{recs[0].Offset, recs[1].Offset})
+		part, err := one.Partition(0)
+		require.NoError(t, err)
+		require.Equal(t, int32(1), part.Producers()[0].LastSequence)
+		require.Equal(t, []string{"x", "y"}, values(readAll(t, s, "one", 0, ReadUncommitted)))
+	})
+}

@@ -216,13 +216,10 @@ func TestTransactionTimedOut(t *testing.T) {
 // partitionOfKey returns the partition the topic's partitioner picks for key.
 func (t *Topic) partitionOfKey(tb testing.TB, key string) int32 {
 	tb.Helper()
-	m, err := t.route([]*Record{{Key: []byte(key)}})
+	groups, err := t.route(nil, []*Record{{Key: []byte(key)}})
 	require.NoError(tb, err)
-	for id := range m {
-		return id
-	}
-	tb.Fatal("no partition")
-	return -1
+	require.Len(tb, groups, 1)
+	return groups[0].id
 }
 
 // TestProducerIDExpiration: a producer silent for WithProducerIDExpiration is forgotten by a

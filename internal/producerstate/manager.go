@@ -264,6 +264,14 @@ func (m *Manager) Update(b Batch) (undo func()) {
 	}
 }
 
+// Apply applies b as Update does, without keeping what an undo needs: for a batch whose write
+// cannot fail after it (a write of data batches only) and for the recovery's replay.
+func (m *Manager) Apply(b Batch) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.updateLocked(b)
+}
+
 // updateLocked applies b and reports whether it opened a transaction.
 func (m *Manager) updateLocked(b Batch) bool {
 	m.mapEnd = max(m.mapEnd, b.LastOffset+1)

@@ -235,6 +235,36 @@ func TestUpdateUndo(t *testing.T) {
 	})
 }
 
+// Apply is Update without the undo: the same batches leave the same state after every step.
+func TestApplyMatchesUpdate(t *testing.T) {
+	batches := []Batch{
+		data(1, 0, 0, 2, 0, 2, 10),
+		data(1, 0, 3, 3, 3, 3, 11),
+		txn(2, 0, 0, 0, 4, 4, 12), // opens producer 2's transaction at 4
+		data(1, 0, 4, 4, 5, 5, 13),
+		data(1, 0, 5, 5, 6, 6, 14),
+		data(1, 0, 6, 6, 7, 7, 15),
+		data(1, 0, 7, 7, 8, 8, 16), // producer 1's 6th batch: the window keeps 5
+		txn(2, 0, 1, 2, 9, 10, 17),
+		data(1, 1, 0, 0, 11, 11, 18), // producer 1's new epoch forgets its batches
+	}
+	updated, applied := NewManager(0), NewManager(0)
+	for i, b := range batches {
+		updated.Update(b)
+		applied.Apply(b)
+		require.Equal(t, updated.Entries(), applied.Entries(), "after batch %d", i)
+		require.Equal(t, b.LastOffset+1, applied.MapEndOffset(), "after batch %d", i)
+		require.Equal(t, updated.FirstUndecidedOffset(), applied.FirstUndecidedOffset(), "after batch %d", i)
+	}
+	pids, firsts := applied.OngoingTxns()
+	require.Equal(t, []int64{2}, pids)
+	require.Equal(t, []int64{4}, firsts)
+	e, ok := applied.Entry(1)
+	require.True(t, ok)
+	require.Equal(t, int16(1), e.Epoch)
+	require.Equal(t, []BatchMetadata{{FirstSeq: 0, LastSeq: 0, FirstOffset: 11, LastOffset: 11, Timestamp: 18}}, e.Batches)
+}
+
 func TestUpdateEntry(t *testing.T) {
 	m := NewManager(5)
 	require.Equal(t, int64(5), m.MapEndOffset())
