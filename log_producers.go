@@ -180,12 +180,23 @@ func (l *Log) loadProducerState(lastTwo bool) error {
 	if lastTwo {
 		from = max(start, l.segments[max(len(l.segments)-2, 0)].BaseOffset())
 	}
+	// A segment whose .txnindex was damaged (emptied when it opened) gets its entries back from
+	// the replay: it starts at or below that segment, from an older snapshot if need be, as
+	// Kafka's recovery of a segment rebuilds its transaction index.
+	limit := leo
+	for _, s := range l.segments {
+		if s.TxnIndexCorrupt() {
+			limit = s.BaseOffset()
+			from = min(from, limit)
+			break
+		}
+	}
 	l.mu.RUnlock()
 	ps := &l.producers
 	if err := ps.removeSnapshots(func(off int64) bool { return off > leo || off < start }); err != nil {
 		return err
 	}
-	off, ok, err := ps.readLatest(start, leo, l.now())
+	off, ok, err := ps.readLatest(start, limit, l.now())
 	if err != nil {
 		return err
 	}

@@ -165,10 +165,29 @@ func (c *txnCoordinator) ensureOpen() error {
 }
 
 // internalLogConfig is the configuration of the coordinator's logs: compacted, as Kafka's internal
-// topics are (one record per transactional.id, per reader partition, survives), every append
-// fsynced, and indexes preallocated to 1 MiB rather than 10: the logs are small.
+// topics are (the last record of each transactional.id, and of each reader partition, survives),
+// every append fsynced, segments of 100 MiB (Kafka's transaction.state.log.segment.bytes and
+// offsets.topic.segment.bytes), and indexes preallocated to 1 MiB rather than 10: the logs are
+// small.
 func internalLogConfig() LogConfig {
-	return LogConfig{CleanupPolicy: CleanupCompact, Sync: SyncAlways, SegmentIndexBytes: 1 << 20}
+	return LogConfig{CleanupPolicy: CleanupCompact, Sync: SyncAlways, SegmentBytes: 100 << 20, SegmentIndexBytes: 1 << 20}
+}
+
+// compactInternal cleans each of the coordinator's logs that is due (CompactionState.Due, by the
+// same rules as the store's cleaner threads, which clean topics only), at every timeout check.
+// A failure is logged; the next check tries again.
+func (c *txnCoordinator) compactInternal(ctx context.Context) {
+	if !c.isOpen() {
+		return
+	}
+	for _, l := range []*Log{c.log, c.offsets} {
+		if !l.CompactionState().Due {
+			continue
+		}
+		if _, err := l.Compact(ctx); err != nil {
+			c.s.o.logger.Warn("coordinator log not compacted; tried again at the next check", "log", l.Dir(), "err", err)
+		}
+	}
 }
 
 // isOpen reports whether ensureOpen has opened the logs.
@@ -272,6 +291,7 @@ func (c *txnCoordinator) start() {
 				return
 			case <-t.C:
 				c.AbortTimedOut(context.Background())
+				c.compactInternal(context.Background())
 			}
 		}
 	}()
