@@ -828,7 +828,7 @@ func TestCrashPoints(t *testing.T) {
 			t.Fatalf("stopping after %d failed points", failures)
 		}
 	}
-	points := crashPoints(t, seed, len(counted))
+	points := crashPoints(t, seed, 1, len(counted), crashSample())
 	for _, point := range points {
 		check(runCrashPoint(seed, point, counted, false))
 	}
@@ -898,8 +898,10 @@ func noSpacePoints(t *testing.T, seed uint64, ops []faultfs.Op) []int {
 }
 
 // crashPoints returns the operations to crash at, in order: every one with
-// COMMITLOG_CRASH_POINTS=all, the one COMMITLOG_CRASH_POINT names, or a seeded sample.
-func crashPoints(t *testing.T, seed uint64, ops int) []int {
+// COMMITLOG_CRASH_POINTS=all, the one COMMITLOG_CRASH_POINT names, or a sample of sample points
+// (or as many as COMMITLOG_CRASH_POINTS says) drawn with seed from the random stream stream (each
+// explorer its own, so that their samples do not coincide).
+func crashPoints(t *testing.T, seed, stream uint64, ops, sample int) []int {
 	if s := os.Getenv(crashPointEnv); s != "" {
 		p, err := strconv.Atoi(s)
 		if err != nil || p < 0 || p >= ops {
@@ -907,7 +909,7 @@ func crashPoints(t *testing.T, seed uint64, ops int) []int {
 		}
 		return []int{p}
 	}
-	n := crashSample()
+	n := sample
 	switch s := os.Getenv(crashPointsEnv); {
 	case s == "all":
 		n = ops
@@ -926,7 +928,7 @@ func crashPoints(t *testing.T, seed uint64, ops int) []int {
 			}
 		})
 	}
-	perm := rand.New(rand.NewPCG(seed, 1)).Perm(ops)[:n]
+	perm := rand.New(rand.NewPCG(seed, stream)).Perm(ops)[:n]
 	slices.Sort(perm)
 	return perm
 }

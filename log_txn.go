@@ -2,9 +2,7 @@ package commitlog
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/commitlog-go/commitlog/internal/producerstate"
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
 
@@ -133,13 +131,3 @@ func (p *Partition) LastStableOffset() int64 { return p.log.lastStableOffset(p.H
 
 // Producers returns the state of every producer the partition remembers; see Log.Producers.
 func (p *Partition) Producers() []ProducerState { return p.log.Producers() }
-
-// checkTxnErr gives a producer check's error its topic and partition.
-func (p *Partition) checkTxnErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("topic %s partition %d: %w", p.topicName, p.id, err)
-}
-
-var _ = producerstate.NoOffset

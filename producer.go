@@ -158,13 +158,8 @@ func (p *Producer) Append(ctx context.Context, topic string, recs ...*Record) er
 	if err != nil {
 		return err
 	}
-	if err := checkRecords(recs); err != nil {
+	if err := t.checkRecords(recs); err != nil {
 		return err
-	}
-	if t.cfg.CleanupPolicy.Compact() {
-		if err := checkKeys(recs); err != nil {
-			return err
-		}
 	}
 	if len(recs) == 0 {
 		return nil

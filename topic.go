@@ -90,14 +90,8 @@ func (t *Topic) AppendAcks(ctx context.Context, acks Acks, recs ...*Record) erro
 	if err := acks.check(); err != nil {
 		return err
 	}
-	if err := checkRecords(recs); err != nil {
+	if err := t.checkRecords(recs); err != nil {
 		return err
-	}
-	if t.cfg.CleanupPolicy.Compact() {
-		// Before routing: a call with one keyless record writes nothing to any partition.
-		if err := checkKeys(recs); err != nil {
-			return err
-		}
 	}
 	if len(recs) == 0 {
 		return ctx.Err()
@@ -156,6 +150,19 @@ func (t *Topic) AppendAcks(ctx context.Context, acks Acks, recs ...*Record) erro
 	}
 	wg.Wait()
 	return errors.Join(rt.errs...)
+}
+
+// checkRecords refuses, before any is routed, a call's nil record (ErrInvalidRecord) and, on a
+// compacted topic, its keyless one (ErrKeylessRecord): a refused call writes nothing to any
+// partition.
+func (t *Topic) checkRecords(recs []*Record) error {
+	if err := checkRecords(recs); err != nil {
+		return err
+	}
+	if t.cfg.CleanupPolicy.Compact() {
+		return checkKeys(recs)
+	}
+	return nil
 }
 
 // routing is the scratch of one AppendAcks call over several partitions, kept in the topic's pool

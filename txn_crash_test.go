@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"os"
 	"path"
 	"slices"
@@ -595,38 +594,6 @@ func newTxnCrashFS(seed uint64) *faultfs.FS {
 	return faultfs.New(inner, seed)
 }
 
-// txnCrashPoints returns the crash points to check, in order (see crashPoints for the
-// environment).
-func txnCrashPoints(t *testing.T, seed uint64, ops int) []int {
-	if s := os.Getenv(crashPointEnv); s != "" {
-		p, err := strconv.Atoi(s)
-		if err != nil || p < 0 || p >= ops {
-			t.Fatalf("%s=%s: want an operation number below %d", crashPointEnv, s, ops)
-		}
-		return []int{p}
-	}
-	n := txnCrashSample()
-	switch s := os.Getenv(crashPointsEnv); {
-	case s == "all":
-		n = ops
-	case s != "":
-		var err error
-		if n, err = strconv.Atoi(strings.TrimSpace(s)); err != nil || n <= 0 {
-			t.Fatalf("%s=%s: want \"all\" or a positive number", crashPointsEnv, s)
-		}
-	}
-	if n >= ops {
-		out := make([]int, ops)
-		for i := range out {
-			out[i] = i
-		}
-		return out
-	}
-	perm := rand.New(rand.NewPCG(seed, 3)).Perm(ops)[:n]
-	slices.Sort(perm)
-	return perm
-}
-
 func TestTransactionCrashPoints(t *testing.T) {
 	seed := uint64(crashSeed)
 	if s := os.Getenv(crashSeedEnv); s != "" {
@@ -659,7 +626,7 @@ func TestTransactionCrashPoints(t *testing.T) {
 	counting.Release()
 
 	failures := 0
-	points := txnCrashPoints(t, seed, len(counted))
+	points := crashPoints(t, seed, 3, len(counted), txnCrashSample())
 	for _, point := range points {
 		ffs := newTxnCrashFS(crashImageSeed(seed, point))
 		ffs.Inject(faultfs.CrashAt(point))
