@@ -514,7 +514,11 @@ func (l *Log) roll(newBase int64) error {
 	// Kafka's roll takes a producer snapshot at the new segment's base offset: a recovery replays
 	// from the newest one. Synced here under SyncAlways, whose roll waits for the disk anyway;
 	// else by the flusher, with the segment this roll sealed (planFlush).
-	if err := l.producers.writeSnapshot(newBase, always, false); err != nil {
+	spare, ok := l.spares.takeSnapshot() // the flusher's spare file, when this roll claimed its spares
+	if !ok {
+		spare = ""
+	}
+	if err := l.producers.writeSnapshotVia(newBase, always, false, spare); err != nil {
 		l.logger.Warn("producer snapshot not written at roll; a recovery replays from an older one", "base_offset", newBase, "err", err)
 	}
 	if !always {

@@ -67,10 +67,19 @@ func (ps *producerState) snapshots() ([]int64, error) {
 // power loss may leave it empty or torn, which only the newest snapshots can be (the flush goes in
 // roll order), and loading deletes a snapshot that does not decode and reads the one before.
 func (ps *producerState) writeSnapshot(offset int64, syncFile, durable bool) error {
+	return ps.writeSnapshotVia(offset, syncFile, durable, "")
+}
+
+// writeSnapshotVia is writeSnapshot through the file at spare, an empty file made ahead (a roll's
+// spare, log_spare.go), when spare is not "": no file is created then, only renamed.
+func (ps *producerState) writeSnapshotVia(offset int64, syncFile, durable bool, spare string) error {
 	b := producerstate.EncodeSnapshot(ps.m.Entries())
 	path := filepath.Join(ps.dir, producerstate.SnapshotName(offset))
-	tmp := path + ".tmp"
-	f, err := ps.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	tmp, flag := path+".tmp", os.O_RDWR|os.O_CREATE|os.O_TRUNC
+	if spare != "" {
+		tmp, flag = spare, os.O_RDWR|os.O_TRUNC
+	}
+	f, err := ps.fs.OpenFile(tmp, flag, 0o644)
 	if err != nil {
 		return fmt.Errorf("commitlog: write %s: %w", path, err)
 	}

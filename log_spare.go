@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
+	"github.com/commitlog-go/commitlog/internal/producerstate"
 	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
@@ -26,6 +27,10 @@ import (
 // removals did. Without spares ready (the first roll, a roll that outran the flusher, SyncAlways,
 // a failed rename) the roll creates the files itself.
 //
+// The flusher also makes a spare producer snapshot file, "next.snapshot.spare", which the roll
+// that claims the segment's spares writes its snapshot into and renames to "<base>.snapshot"
+// (writeSnapshot).
+//
 // Spare files hold no data and are never synced: a crash can leave them, or lose them, or lose a
 // rename, and nothing acknowledged depends on them. Open deletes any it finds (listSegments);
 // Kafka's log loader acts only on the suffixes it knows, and leaves "*.spare" files alone.
@@ -41,6 +46,9 @@ type spareFiles struct {
 	// mu orders the spares' making with a roll's claiming them; ready says all three exist.
 	mu    sync.Mutex
 	ready bool
+	// snapshot says that the roll that claimed the spares may write its producer snapshot into
+	// the spare snapshot file (takeSnapshot), which prepare made with the three.
+	snapshot bool
 	// off turns spares off, for benchmarks that time a roll without them; set before the first
 	// roll.
 	off bool
@@ -54,6 +62,10 @@ var spareSuffixes = [...]string{segment.IndexSuffix, segment.TimeIndexSuffix, se
 // spareName is the name of the spare file for suffix, such as "next.log.spare".
 func spareName(suffix string) string { return "next" + suffix + ".spare" }
 
+// snapshotSpareName is the spare file a roll writes its producer snapshot into before renaming it
+// to "<base>.snapshot" (writeSnapshot): a roll then creates no file at all.
+var snapshotSpareName = spareName(producerstate.SnapshotSuffix)
+
 // isSpareName reports whether name is one of a spare's files.
 func isSpareName(name string) bool {
 	for _, suf := range spareSuffixes {
@@ -61,7 +73,7 @@ func isSpareName(name string) bool {
 			return true
 		}
 	}
-	return false
+	return name == snapshotSpareName
 }
 
 // prepare creates the spare files unless they are ready, truncating any that a failed attempt
@@ -78,8 +90,8 @@ func (sp *spareFiles) prepare() {
 	if ready {
 		return
 	}
-	for _, suf := range spareSuffixes {
-		p := filepath.Join(sp.dir, spareName(suf))
+	for _, name := range spareFileNames() {
+		p := filepath.Join(sp.dir, name)
 		f, err := sp.fs.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err == nil {
 			err = f.Close()
@@ -114,7 +126,29 @@ func (sp *spareFiles) claim(base int64) bool {
 			return false
 		}
 	}
+	sp.snapshot = true
 	return true
+}
+
+// takeSnapshot returns the path of the spare snapshot file that the last claim left for its
+// roll's producer snapshot, and whether there is one; it is the caller's from then on (renamed
+// into place, or left for the next prepare to truncate). Callers hold the log's writers' lock.
+func (sp *spareFiles) takeSnapshot() (string, bool) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	ok := sp.snapshot
+	sp.snapshot = false
+	return filepath.Join(sp.dir, snapshotSpareName), ok
+}
+
+// spareFileNames are the names of the spare files prepare makes: the segment's three and the
+// producer snapshot's.
+func spareFileNames() []string {
+	names := make([]string, 0, len(spareSuffixes)+1)
+	for _, suf := range spareSuffixes {
+		names = append(names, spareName(suf))
+	}
+	return append(names, snapshotSpareName)
 }
 
 // remove deletes the spare files, for Close.
@@ -133,8 +167,9 @@ func (sp *spareFiles) remove() error {
 // goroutine that makes spares while none is ready.
 func (sp *spareFiles) dropFiles() error {
 	var errs []error
-	for _, suf := range spareSuffixes {
-		if err := sp.fs.Remove(filepath.Join(sp.dir, spareName(suf))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	sp.snapshot = false
+	for _, name := range spareFileNames() {
+		if err := sp.fs.Remove(filepath.Join(sp.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("remove spare segment file: %w", err))
 		}
 	}

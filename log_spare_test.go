@@ -20,6 +20,7 @@ import (
 
 	"github.com/commitlog-go/commitlog/internal/faultfs"
 	"github.com/commitlog-go/commitlog/internal/fsys"
+	"github.com/commitlog-go/commitlog/internal/producerstate"
 )
 
 // Tests of the spare segment files (log_spare.go): crash images at every file-system operation
@@ -67,19 +68,29 @@ func TestRollClaimsSpareFiles(t *testing.T) {
 				require.Equal(t, []int64{0, 10}, segmentBases(l))
 
 				awaitSpares(t, l, fsy)
-				var spareLog os.FileInfo
+				require.True(t, fsExists(t, fsy, filepath.Join(dir, snapshotSpareName)), "the producer snapshot's spare too")
+				var spareLog, spareSnapshot os.FileInfo
 				if fsy == fsys.OS() {
 					var err error
 					spareLog, err = os.Stat(filepath.Join(dir, "next.log.spare"))
+					require.NoError(t, err)
+					spareSnapshot, err = os.Stat(filepath.Join(dir, snapshotSpareName))
 					require.NoError(t, err)
 				}
 				want = append(want, appendBatches(t, l, 1, 10)...)
 				require.Equal(t, []int64{0, 10, 20}, segmentBases(l))
 				require.Empty(t, spareFilesIn(t, fsy, dir), "the roll to 20 renamed all three")
+				require.False(t, fsExists(t, fsy, filepath.Join(dir, snapshotSpareName)), "and wrote its snapshot through the fourth")
+				snap, err := producerstate.DecodeSnapshot(fsReadFile(t, fsy, filepath.Join(dir, "00000000000000000020.snapshot")))
+				require.NoError(t, err)
+				require.Empty(t, snap, "no producer has written to the log")
 				if spareLog != nil {
 					got, err := os.Stat(filepath.Join(dir, "00000000000000000020.log"))
 					require.NoError(t, err)
 					require.True(t, os.SameFile(spareLog, got), "segment 20's .log is the spare's file")
+					got, err = os.Stat(filepath.Join(dir, "00000000000000000020.snapshot"))
+					require.NoError(t, err)
+					require.True(t, os.SameFile(spareSnapshot, got), "the roll's snapshot is the spare's file")
 				}
 				requireSameRecords(t, want, readAllRecords(t, l))
 				off, err := l.OffsetForTime(time.UnixMilli(testEpoch.UnixMilli() + 25))
