@@ -514,7 +514,7 @@ func (l *Log) roll(newBase int64) error {
 	// Kafka's roll takes a producer snapshot at the new segment's base offset: a recovery replays
 	// from the newest one. Synced here under SyncAlways, whose roll waits for the disk anyway;
 	// else by the flusher, with the segment this roll sealed (planFlush).
-	spare, ok := l.spares.takeSnapshot() // the flusher's spare file, when this roll claimed its spares
+	spare, ok := l.spares.takeSnapshot(newBase) // the flusher's spare file, when this roll claimed its spares
 	if !ok {
 		spare = ""
 	}

@@ -174,9 +174,14 @@ func (l *Log) planLocked(now time.Time) cleanPlan {
 		// the segment holding it stays dirty.
 		p.uncleanable = segs[segs.find(hw)].BaseOffset()
 	}
-	if fuo := l.producers.m.FirstUndecidedOffset(); fuo >= 0 && fuo < p.uncleanable {
-		// Nor past the first offset of an open transaction (Kafka's firstUncleanableDirtyOffset
-		// takes the first unstable offset): whether its records count is not decided yet.
+	hw := act.NextOffset()
+	if lim := l.owner.retentionLimit(); lim >= 0 {
+		hw = min(hw, lim)
+	}
+	if fuo := l.producers.m.FirstUnstableOffset(hw); fuo >= 0 && fuo < p.uncleanable {
+		// Nor past the first unstable offset (Kafka's firstUncleanableDirtyOffset takes it): the
+		// first offset of an open transaction, or of a decided one whose marker the high
+		// watermark has not passed; whether their records count is not settled yet.
 		p.uncleanable = segs[segs.find(fuo)].BaseOffset()
 	}
 	youngest := now.UnixMilli() - l.cfg.MinCompactionLag.Milliseconds()

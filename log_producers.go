@@ -26,9 +26,10 @@ import (
 // (applyProducers) once their bytes are in the file, before readers can see them; a follower's
 // and the recovery's batches are taken unchecked. An ABORT marker adds its transaction to the
 // .txnindex of the segment it lands in. The state is snapshotted in Kafka's .snapshot files at
-// each roll (unsynced: a lost snapshot only means an older one is read and more replayed) and,
-// fsynced, at Close; at open, and after a truncation, it is read from the newest snapshot at or
-// below the log end offset and the batch headers after it are replayed.
+// each roll (fsynced at once under SyncAlways, else by the flusher with the sealed segment: a
+// snapshot torn meanwhile only means an older one is read and more replayed), after a replay,
+// and, fsynced with the folder, at Close; at open, and after a truncation, it is read from the
+// newest snapshot at or below the log end offset and the batch headers after it are replayed.
 
 // DefaultProducerIDExpiration is Kafka's producer.id.expiration.ms default: a producer silent
 // for a day is forgotten by the partitions.
@@ -495,13 +496,23 @@ func (l *Log) applyProducers(seg *segment.Segment, w *pendingWrite) error {
 }
 
 // LastStableOffset returns the log's last stable offset (Kafka's LSO): the first offset of the
-// oldest transaction not yet committed or aborted, or the log end offset when none is open.
-// Records below it are decided; a ReadCommitted reader reads no further. A partition's is
-// bounded by its high watermark too (Partition.LastStableOffset).
-func (l *Log) LastStableOffset() int64 { return l.lastStableOffset(l.LogEndOffset()) }
+// oldest transaction not yet committed or aborted, or of one whose marker is at or past the high
+// watermark, else the high watermark: for a log opened on its own the log end offset, or, in the
+// folder of a replicated partition, the high watermark its checkpoint holds (see OpenLog). Records
+// below it are decided; a ReadCommitted reader reads no further. A partition's is bounded by its
+// live high watermark (Partition.LastStableOffset).
+func (l *Log) LastStableOffset() int64 {
+	hw := l.LogEndOffset()
+	if lim := l.owner.retentionLimit(); lim >= 0 {
+		hw = min(hw, lim)
+	}
+	return l.lastStableOffset(hw)
+}
 
 // lastStableOffset is the last stable offset below the high watermark hw (Kafka's
-// UnifiedLog.lastStableOffset: the first unstable offset, or hw).
+// UnifiedLog.lastStableOffset: the first unstable offset, or hw). hw must be the partition's
+// high watermark: the state forgets the completed transactions whose marker is below it (Kafka's
+// onHighWatermarkUpdated).
 func (l *Log) lastStableOffset(hw int64) int64 {
 	if fuo := l.producers.m.FirstUnstableOffset(hw); fuo >= 0 && fuo < hw {
 		return fuo

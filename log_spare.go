@@ -126,19 +126,31 @@ func (sp *spareFiles) claim(base int64) bool {
 			return false
 		}
 	}
+	// The snapshot's spare goes to a name of this roll's own, under mu: a prepare after this claim
+	// (ready is false now) makes a new spare and never truncates the file the roll writes.
+	if err := sp.fs.Rename(filepath.Join(sp.dir, snapshotSpareName), claimedSnapshotPath(stem)); err != nil {
+		sp.logger.Warn("claiming the spare snapshot file failed; the roll creates its own", "base_offset", base, "err", err)
+		return true
+	}
 	sp.snapshot = true
 	return true
 }
 
-// takeSnapshot returns the path of the spare snapshot file that the last claim left for its
-// roll's producer snapshot, and whether there is one; it is the caller's from then on (renamed
-// into place, or left for the next prepare to truncate). Callers hold the log's writers' lock.
-func (sp *spareFiles) takeSnapshot() (string, bool) {
+// claimedSnapshotPath is where a roll's claim puts the spare snapshot file for the segment whose
+// files are at stem: "<base>.snapshot.tmp", the temporary name writeSnapshot uses, which open
+// deletes as a leftover (removeSnapshots).
+func claimedSnapshotPath(stem string) string { return stem + producerstate.SnapshotSuffix + ".tmp" }
+
+// takeSnapshot returns the path of the spare snapshot file that the last claim, of the segment at
+// base, renamed for its roll's producer snapshot, and whether there is one; it is the caller's
+// from then on (renamed into place, or deleted as a leftover by the next open). Callers hold the
+// log's writers' lock.
+func (sp *spareFiles) takeSnapshot(base int64) (string, bool) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	ok := sp.snapshot
 	sp.snapshot = false
-	return filepath.Join(sp.dir, snapshotSpareName), ok
+	return claimedSnapshotPath(filepath.Join(sp.dir, segment.Name(base))), ok
 }
 
 // spareFileNames are the names of the spare files prepare makes: the segment's three and the

@@ -65,7 +65,9 @@ func (l *Log) appendMarker(ctx context.Context, pid int64, epoch int16, commit b
 }
 
 // AppendMarker writes a transaction marker to the log (see Partition.AppendMarker) and returns its
-// offset once it is durable (the sync policy).
+// offset once it is durable (the sync policy). ErrProducerFenced for a producer epoch below the
+// one the log has seen, ErrCoordinatorFenced for an older coordinator epoch, nothing written;
+// other errors as for Append (ErrClosed, ErrSync, ErrNoSpace, ctx's).
 func (l *Log) AppendMarker(ctx context.Context, producerID int64, producerEpoch int16, commit bool, coordinatorEpoch int32) (int64, error) {
 	t, off, err := l.appendMarker(ctx, producerID, producerEpoch, commit, coordinatorEpoch, true)
 	if err != nil {

@@ -392,5 +392,6 @@ func (t *Topic) route(dst []partitionRecords, recs []*Record) ([]partitionRecord
 // AbortTimedOutTransactions aborts now every transaction open longer than its producer's
 // TransactionTimeout at the store's clock (WithClock), as the store does by itself every
 // WithTransactionCheckInterval; each such producer is fenced (ErrProducerFenced). It returns how
-// many it aborted.
+// many it aborted; one whose markers could not be written is logged, not counted, and tried again
+// at the next check. 0 before the store's first NewProducer (no coordinator log is open).
 func (s *Store) AbortTimedOutTransactions(ctx context.Context) int { return s.txn.AbortTimedOut(ctx) }

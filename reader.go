@@ -635,8 +635,12 @@ func (r *Reader) committedOnly(rp *readerPartition, b []byte, lso int64) ([]byte
 	out := b[:0]
 	for rest := b; len(rest) >= recordbatch.HeaderSize; {
 		h, err := recordbatch.ParseHeader(rest, 0)
-		if err != nil || h.Size() > len(rest) {
-			break
+		if err == nil && h.Size() > len(rest) {
+			err = recordbatch.ErrShort
+		}
+		if err != nil {
+			// ReadBatches hands out whole, checked batches: this is no torn read.
+			return b, fmt.Errorf("%w: batch at offset %d: %w", ErrCorrupt, rp.pos, err)
 		}
 		batch := rest[:h.Size()]
 		rest = rest[h.Size():]

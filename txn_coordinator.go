@@ -157,8 +157,11 @@ func (c *txnCoordinator) ensureOpen() error {
 		return fmt.Errorf("commitlog: open the consumer offsets log: %w", err)
 	}
 	if err := c.load(); err != nil {
-		errors.Join(c.log.Close(), c.offsets.Close())
-		return err
+		// What the failed load gathered goes: a later call loads again from the start.
+		c.mu.Lock()
+		c.txns, c.nextPID, c.pidEnd = map[string]*txnMetadata{}, 0, 0
+		c.mu.Unlock()
+		return errors.Join(err, c.log.Close(), c.offsets.Close())
 	}
 	c.opened = true
 	return nil
@@ -520,7 +523,9 @@ func (c *txnCoordinator) endTxn(ctx context.Context, m *txnMetadata, pid int64, 
 func (c *txnCoordinator) fenceAndAbort(ctx context.Context, m *txnMetadata) error {
 	next := m.txnFields
 	next.state = kmsg.TransactionStatePrepareAbort
-	if m.epoch < math.MaxInt16-1 {
+	// Always bumped, so the fenced instance's epoch is refused everywhere; initProducer (epochs
+	// from MaxInt16-1 on) then takes a new producer id.
+	if m.epoch < math.MaxInt16 {
 		next.epoch = m.epoch + 1
 	}
 	if err := c.persist(ctx, m.id, &next, true); err != nil {
@@ -661,6 +666,7 @@ func (c *txnCoordinator) pendingPositions(pid int64) (map[string]map[string]map[
 		if len(buf) == 0 {
 			break
 		}
+		from := off
 		for rest := buf; len(rest) >= recordbatch.HeaderSize; {
 			h, err := recordbatch.ParseHeader(rest, 0)
 			if err != nil || h.Size() > len(rest) {
@@ -693,6 +699,11 @@ func (c *txnCoordinator) pendingPositions(pid int64) (map[string]map[string]map[
 				}
 				out[k.Group][k.Topic][k.Partition] = v.Offset
 			}
+		}
+		if off == from {
+			// ReadBatches hands back whole, checked batches: none taken means bytes no batch
+			// header describes, which reading again would not change.
+			return nil, fmt.Errorf("%w: the consumer offsets log at %d holds no whole batch", ErrCorrupt, off)
 		}
 	}
 	return out, nil

@@ -2,7 +2,9 @@ package commitlog
 
 import (
 	"context"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -110,5 +112,34 @@ func TestDamagedTxnIndexRebuilt(t *testing.T) {
 		require.Len(t, got, 40)
 		require.Equal(t, []byte{0}, got[0].Value)
 		require.Equal(t, int64(2), got[0].Offset, "the aborted record at 0 and its marker at 1 are skipped")
+	})
+}
+
+// TestFencingAtTheLargestEpoch: a producer whose epoch is the largest InitProducerId gives
+// (math.MaxInt16-1) is still fenced when the coordinator aborts its transaction (the abort's
+// epoch is math.MaxInt16), and the next instance of its transactional id gets a new producer id.
+func TestFencingAtTheLargestEpoch(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		ctx := context.Background()
+		clock := newRepClock()
+		s := openTxnStore(t, fsy, t.TempDir(), 1, txnClockOptions(clock)...)
+		p, err := s.NewProducer(ctx, ProducerConfig{TransactionalID: "tx", TransactionTimeout: time.Second})
+		require.NoError(t, err)
+		pid, _ := p.ID()
+		p.epoch = math.MaxInt16 - 1
+		p.txn.epoch = math.MaxInt16 - 1
+		require.NoError(t, p.Begin())
+		require.NoError(t, p.Append(ctx, "out", &Record{Value: []byte("late")}))
+		clock.Advance(2 * time.Second)
+		require.Equal(t, 1, s.AbortTimedOutTransactions(ctx))
+		require.Equal(t, int16(math.MaxInt16), p.txn.epoch)
+		require.ErrorIs(t, p.Append(ctx, "out", &Record{Value: []byte("zombie")}), ErrProducerFenced)
+
+		q, err := s.NewProducer(ctx, ProducerConfig{TransactionalID: "tx"})
+		require.NoError(t, err)
+		qid, qepoch := q.ID()
+		require.NotEqual(t, pid, qid)
+		require.Equal(t, int16(0), qepoch)
+		require.Empty(t, readAll(t, s, "out", 0, ReadCommitted))
 	})
 }

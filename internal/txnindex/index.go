@@ -72,6 +72,11 @@ func Open(fsy fsys.FS, path string) (*Index, error) {
 }
 
 // readAll reads the whole of f.
+// MaxFileSize bounds the .txnindex files Open reads whole: 64 MiB, about two million aborted
+// transactions in one segment. A larger file is read as corrupt (emptied by the segment, its
+// entries written again from the log), never allocated.
+const MaxFileSize = 64 << 20
+
 func readAll(f fsys.File) ([]byte, error) {
 	size, err := f.Size()
 	if err != nil {
@@ -80,6 +85,9 @@ func readAll(f fsys.File) ([]byte, error) {
 	if size%EntrySize != 0 {
 		// No need to read what cannot decode.
 		return nil, lengthError(size)
+	}
+	if size > MaxFileSize {
+		return nil, fmt.Errorf("%w: %d bytes, more than the %d a segment's index can hold", ErrCorrupt, size, MaxFileSize)
 	}
 	b := make([]byte, size)
 	if _, err := f.ReadAt(b, 0); err != nil {
