@@ -543,23 +543,9 @@ func crashCheck(img fsys.FS, m *crashModel, seed uint64, second bool) error {
 	}
 
 	// The second restart.
-	mode := "clean close"
-	if second {
-		mode = "power loss"
-		img, err = ffs.CrashImage(faultfs.PowerLoss)
-		if err != nil {
-			return fmt.Errorf("second crash image: %w", err)
-		}
-	} else {
-		closing := s
-		s = nil
-		if err := closing.Close(); err != nil {
-			return fmt.Errorf("close after recovery: %w", err)
-		}
-	}
-	s2, err := Open(crashStoreDir, crashOptions(img)...)
+	s2, img, mode, err := restartAgain(ffs, img, &s, second, crashStoreDir, crashOptions)
 	if err != nil {
-		return fmt.Errorf("second reopen after a %s: %w", mode, err)
+		return err
 	}
 	defer s2.Close()
 	if gotTopics, want := s2.Topics(), slices.Sorted(maps.Keys(recovered)); !slices.Equal(slices.Sorted(slices.Values(gotTopics)), want) {
@@ -895,6 +881,32 @@ func noSpacePoints(t *testing.T, seed uint64, ops []faultfs.Op) []int {
 		out[i] = all[k]
 	}
 	return out
+}
+
+// restartAgain is an explorer's second restart of the store *s, recovered from img of ffs's
+// workload: a power loss of ffs (powerLoss) or a clean close of *s (which is set to nil, closed),
+// then an open of dir with opts. It returns the store opened, the file system it is on, and how
+// the first stopped.
+func restartAgain(ffs *faultfs.FS, img fsys.FS, s **Store, powerLoss bool, dir string, opts func(fsys.FS) []Option) (*Store, fsys.FS, string, error) {
+	mode := "clean close"
+	if powerLoss {
+		mode = "power loss"
+		var err error
+		if img, err = ffs.CrashImage(faultfs.PowerLoss); err != nil {
+			return nil, nil, mode, fmt.Errorf("second crash image: %w", err)
+		}
+	} else {
+		closing := *s
+		*s = nil
+		if err := closing.Close(); err != nil {
+			return nil, nil, mode, fmt.Errorf("close after the reopen: %w", err)
+		}
+	}
+	s2, err := Open(dir, opts(img)...)
+	if err != nil {
+		return nil, nil, mode, fmt.Errorf("second reopen after a %s: %w", mode, err)
+	}
+	return s2, img, mode, nil
 }
 
 // crashPoints returns the operations to crash at, in order: every one with

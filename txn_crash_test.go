@@ -515,23 +515,9 @@ func txnCrashCheck(img fsys.FS, m *txnCrashModel, seed uint64, restart txnRestar
 	if restart == restartNone {
 		return nil
 	}
-	mode := "clean close"
-	img2 := img
-	if restart == restartPowerLoss {
-		mode = "power loss"
-		if img2, err = ffs.CrashImage(faultfs.PowerLoss); err != nil {
-			return fmt.Errorf("second crash image: %w", err)
-		}
-	} else {
-		closing := s
-		s = nil
-		if err := closing.Close(); err != nil {
-			return fmt.Errorf("close after the reopen: %w", err)
-		}
-	}
-	s2, err := Open(txnCrashDir, txnCrashOptions(img2)...)
+	s2, img2, mode, err := restartAgain(ffs, img, &s, restart == restartPowerLoss, txnCrashDir, txnCrashOptions)
 	if err != nil {
-		return fmt.Errorf("second reopen after a %s: %w", mode, err)
+		return err
 	}
 	defer s2.Close()
 	seen2, err := txnCrashVisible(s2, false)
