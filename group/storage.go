@@ -1,0 +1,197 @@
+package group
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// StorageRecord is one record of Kafka's __consumer_offsets topic: Key and Value in Kafka's
+// formats (an OffsetCommit key, version 1, with an OffsetCommit value, version 3; or a
+// GroupMetadata key, version 2, with a GroupMetadata value, version 3). A nil Value is a
+// tombstone: the key's offset or group was deleted.
+type StorageRecord struct {
+	Key, Value []byte
+}
+
+// Storage keeps a coordinator's state durably: the store's internal log __consumer_offsets-0
+// (compacted, so one record per key survives).
+type Storage interface {
+	// Append durably appends recs, in order, as one write: when it returns nil every record is
+	// durable; otherwise none is taken as written.
+	Append(ctx context.Context, recs []StorageRecord) error
+}
+
+// ErrBadRecord is returned by Replay for a key or value that is not one of Kafka's
+// __consumer_offsets formats.
+var ErrBadRecord = errors.New("group: malformed __consumer_offsets record")
+
+func offsetKey(group string, tp TopicPartition) []byte {
+	k := kmsg.NewOffsetCommitKey()
+	k.Version, k.Group, k.Topic, k.Partition = 1, group, tp.Topic, tp.Partition
+	return k.AppendTo(nil)
+}
+
+func offsetValue(o OffsetAndMetadata) []byte {
+	v := kmsg.NewOffsetCommitValue()
+	v.Version, v.Offset, v.LeaderEpoch, v.Metadata, v.CommitTimestamp = 3, o.Offset, o.LeaderEpoch, o.Metadata, o.CommitTime.UnixMilli()
+	return v.AppendTo(nil)
+}
+
+func groupKey(group string) []byte {
+	k := kmsg.NewGroupMetadataKey()
+	k.Version, k.Group = 2, group
+	return k.AppendTo(nil)
+}
+
+// storeGroup stores the group's membership and assignment (Kafka's storeGroup, at the leader's
+// SyncGroup and when a rebalance empties the group), so that it survives a restart of the
+// coordinator. Callers hold g.mu.
+func (c *Coordinator) storeGroup(g *group) error {
+	if c.cfg.Storage == nil {
+		return nil
+	}
+	v := kmsg.NewGroupMetadataValue()
+	v.Version = 3
+	v.ProtocolType, v.Generation, v.CurrentStateTimestamp = g.protocolType, g.generation, g.stateTime.UnixMilli()
+	if g.protocol != "" {
+		p := g.protocol
+		v.Protocol = &p
+	}
+	if g.leader != "" {
+		l := g.leader
+		v.Leader = &l
+	}
+	for _, m := range g.memberSummaries() {
+		mm := g.members[m.MemberID]
+		vm := kmsg.NewGroupMetadataValueMember()
+		vm.MemberID, vm.ClientID, vm.ClientHost = mm.id, mm.clientID, mm.clientHost
+		if mm.instanceID != "" {
+			id := mm.instanceID
+			vm.InstanceID = &id
+		}
+		vm.RebalanceTimeoutMillis = int32(min(mm.rebalanceTimeout.Milliseconds(), 1<<31-1))
+		vm.SessionTimeoutMillis = int32(min(mm.sessionTimeout.Milliseconds(), 1<<31-1))
+		vm.Subscription, vm.Assignment = m.Metadata, mm.assignment
+		v.Members = append(v.Members, vm)
+	}
+	return c.cfg.Storage.Append(context.Background(), []StorageRecord{{Key: groupKey(g.id), Value: v.AppendTo(nil)}})
+}
+
+// Replay applies one record of the coordinator's storage, in the order they were appended: the
+// loading of Kafka's GroupMetadataManager. An offset record sets (or, as a tombstone, deletes) a
+// committed offset; a group record sets the group's generation, protocol, leader and members
+// (each with its subscription and assignment), or deletes the group. Call it for every record
+// before Start. Returns ErrBadRecord for a record that does not decode; nothing is applied of it.
+func (c *Coordinator) Replay(key, value []byte) error {
+	if len(key) < 2 {
+		return fmt.Errorf("%w: key of %d bytes", ErrBadRecord, len(key))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.Now()
+	switch version := int16(binary.BigEndian.Uint16(key)); version {
+	case 0, 1:
+		var k kmsg.OffsetCommitKey
+		if err := k.ReadFrom(key); err != nil {
+			return fmt.Errorf("%w: offset key: %w", ErrBadRecord, err)
+		}
+		tp := TopicPartition{Topic: k.Topic, Partition: k.Partition}
+		g := c.groups[k.Group]
+		if value == nil {
+			if g != nil {
+				delete(g.offsets, tp)
+			}
+			return nil
+		}
+		var v kmsg.OffsetCommitValue
+		if err := v.ReadFrom(value); err != nil {
+			return fmt.Errorf("%w: offset value of group %s: %w", ErrBadRecord, k.Group, err)
+		}
+		if g == nil {
+			g = newGroup(k.Group, now)
+			c.groups[k.Group] = g
+		}
+		epoch := v.LeaderEpoch
+		if v.Version < 3 {
+			epoch = -1
+		}
+		g.offsets[tp] = OffsetAndMetadata{Offset: v.Offset, LeaderEpoch: epoch, Metadata: v.Metadata, CommitTime: time.UnixMilli(v.CommitTimestamp)}
+	case 2:
+		var k kmsg.GroupMetadataKey
+		if err := k.ReadFrom(key); err != nil {
+			return fmt.Errorf("%w: group key: %w", ErrBadRecord, err)
+		}
+		if value == nil {
+			// Kafka deletes the group with its offsets (their tombstones come first).
+			delete(c.groups, k.Group)
+			return nil
+		}
+		var v kmsg.GroupMetadataValue
+		if err := v.ReadFrom(value); err != nil {
+			return fmt.Errorf("%w: group value of %s: %w", ErrBadRecord, k.Group, err)
+		}
+		g := c.groups[k.Group]
+		if g == nil {
+			g = newGroup(k.Group, now)
+			c.groups[k.Group] = g
+		}
+		g.members, g.static = map[string]*member{}, map[string]string{}
+		g.protocolType, g.generation, g.leader, g.protocol = v.ProtocolType, v.Generation, "", ""
+		if v.Protocol != nil {
+			g.protocol = *v.Protocol
+		}
+		if v.Leader != nil {
+			g.leader = *v.Leader
+		}
+		g.stateTime = time.UnixMilli(v.CurrentStateTimestamp)
+		for _, vm := range v.Members {
+			m := &member{id: vm.MemberID, clientID: vm.ClientID, clientHost: vm.ClientHost,
+				sessionTimeout:   time.Duration(vm.SessionTimeoutMillis) * time.Millisecond,
+				rebalanceTimeout: time.Duration(vm.RebalanceTimeoutMillis) * time.Millisecond,
+				protocolType:     v.ProtocolType, assignment: vm.Assignment}
+			if vm.InstanceID != nil {
+				m.instanceID = *vm.InstanceID
+				g.static[m.instanceID] = m.id
+			}
+			if g.protocol != "" {
+				m.protocols = []Protocol{{Name: g.protocol, Metadata: vm.Subscription}}
+			}
+			g.members[m.id] = m
+		}
+		if g.members[g.leader] == nil {
+			g.leader = ""
+		}
+		if len(g.members) == 0 {
+			g.state = Empty
+		} else {
+			g.state = Stable
+		}
+	default:
+		return fmt.Errorf("%w: key version %d", ErrBadRecord, version)
+	}
+	return nil
+}
+
+// Start starts the session timers of the members Replay loaded, as Kafka's coordinator does
+// when it loads a group: a member that does not heartbeat within its session timeout is removed
+// and the group rebalances; a static member that rejoins in time keeps its assignment.
+func (c *Coordinator) Start() {
+	c.mu.Lock()
+	gs := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		gs = append(gs, g)
+	}
+	c.mu.Unlock()
+	for _, g := range gs {
+		g.mu.Lock()
+		for _, m := range g.members {
+			c.scheduleSession(g, m, m.sessionTimeout)
+		}
+		g.mu.Unlock()
+	}
+}
