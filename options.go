@@ -29,6 +29,11 @@ type options struct {
 	transactionTimeout   time.Duration // transaction.max.timeout.ms (the coordinator's bound)
 	txnCheckInterval     time.Duration // transaction.abort.timed.out.transaction.cleanup.interval.ms
 
+	groupMinSession   time.Duration // group.min.session.timeout.ms; 0: Kafka's default
+	groupMaxSession   time.Duration // group.max.session.timeout.ms; 0: Kafka's default
+	groupInitialDelay time.Duration // group.initial.rebalance.delay.ms; 0: Kafka's default, negative: none
+	groupMaxSize      int           // group.max.size; 0: no limit
+
 	caches segment.Caches // the segments' open-file bound and record position cache, one per call
 	// cleanerPoints is the store's cleaner-offset-checkpoint, set by Open for its partitions;
 	// nil for a log opened on its own, whose cleaner point lives in memory only.
@@ -183,3 +188,23 @@ func WithTransactionCheckInterval(d time.Duration) Option {
 		}
 	}
 }
+
+// WithGroupSessionTimeouts sets the bounds of a group member's session timeout (Kafka's broker
+// group.min.session.timeout.ms, 6 s, and group.max.session.timeout.ms, 30 min): a member whose
+// GroupConfig.SessionTimeout lies outside them is refused with ErrInvalidSessionTimeout. Zero
+// keeps a bound's default.
+func WithGroupSessionTimeouts(minTimeout, maxTimeout time.Duration) Option {
+	return func(o *options) { o.groupMinSession, o.groupMaxSession = minTimeout, maxTimeout }
+}
+
+// WithGroupInitialRebalanceDelay sets Kafka's group.initial.rebalance.delay.ms (3 s): the first
+// rebalance of an empty group waits this long for more members to join, again after each one
+// that does, up to the rebalance timeout, so that a group whose members start together is
+// assigned once rather than once per member. Negative means no delay; zero keeps the default.
+func WithGroupInitialRebalanceDelay(d time.Duration) Option {
+	return func(o *options) { o.groupInitialDelay = d }
+}
+
+// WithGroupMaxSize sets Kafka's group.max.size: the most members one group holds; a member
+// joining a full group gets ErrGroupMaxSizeReached. Zero (the default) means no limit.
+func WithGroupMaxSize(n int) Option { return func(o *options) { o.groupMaxSize = n } }

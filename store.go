@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/commitlog-go/commitlog/group"
 	"github.com/commitlog-go/commitlog/internal/checkpoint"
 	"github.com/commitlog-go/commitlog/internal/fsys"
 )
@@ -50,6 +51,12 @@ type Store struct {
 	cleaner storeCleaner // the background cleaner threads (store_cleaner.go)
 	// txn is the transaction coordinator with its internal logs (txn_coordinator.go).
 	txn *txnCoordinator
+
+	// groups is the consumer group coordinator (store_groups.go); its state is loaded from
+	// __consumer_offsets-0 once (groupsLoaded), under groupsMu.
+	groups       *group.Coordinator
+	groupsMu     sync.Mutex
+	groupsLoaded bool
 }
 
 // Open opens the log directory dir, creating it when missing, and every topic in it. Partition
@@ -95,9 +102,16 @@ func Open(dir string, opts ...Option) (s *Store, err error) {
 		return nil, err
 	}
 	s.txn = newCoordinator(s)
+	s.groups = s.newGroupCoordinator()
 	if s.txn.internalLogsExist() {
-		// Transactions a crash interrupted are finished before the store is used.
+		// Transactions a crash interrupted are finished before the store is used; the groups
+		// are loaded, and their members' session timers started, as Kafka's coordinator does
+		// when it loads __consumer_offsets.
 		if err := s.txn.ensureOpen(); err != nil {
+			return nil, err
+		}
+		if _, err := s.groupCoordinatorLocked(); err != nil {
+			s.txn.close()
 			return nil, err
 		}
 	}
@@ -515,6 +529,9 @@ func (s *Store) DeleteTopic(name string) error {
 	if perr := s.removeTopicPositions(name); perr != nil {
 		err = errors.Join(err, perr)
 	}
+	if gerr := s.removeGroupTopic(name); gerr != nil {
+		err = errors.Join(err, gerr)
+	}
 	if cerr := s.o.cleanerPoints.drop(name); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
@@ -551,6 +568,8 @@ func (s *Store) Close() error {
 	for _, r := range readers {
 		errs = append(errs, r.Close())
 	}
+	// Group members' waiting joins and syncs end before the log they write to closes.
+	s.groups.Close()
 	errs = append(errs, s.txn.close())
 	for _, t := range topics {
 		errs = append(errs, t.close())

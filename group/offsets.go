@@ -175,3 +175,49 @@ func (g *group) subscribedTopics() map[string]struct{} {
 	}
 	return out
 }
+
+// DeleteTopicOffsets removes every group's committed offsets of topic (tombstones stored first),
+// as Kafka's coordinator does when a topic is deleted (GroupMetadataManager.onPartitionsDeleted).
+func (c *Coordinator) DeleteTopicOffsets(ctx context.Context, topic string) error {
+	c.mu.Lock()
+	gs := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		gs = append(gs, g)
+	}
+	c.mu.Unlock()
+	for _, g := range gs {
+		g.mu.Lock()
+		var del []TopicPartition
+		for tp := range g.offsets {
+			if tp.Topic == topic {
+				del = append(del, tp)
+			}
+		}
+		var err error
+		if len(del) > 0 && c.cfg.Storage != nil {
+			recs := make([]StorageRecord, 0, len(del))
+			for _, tp := range sortedPartitions(sliceSet(del)) {
+				recs = append(recs, StorageRecord{Key: offsetKey(g.id, tp)})
+			}
+			err = c.cfg.Storage.Append(ctx, recs)
+		}
+		if err == nil {
+			for _, tp := range del {
+				delete(g.offsets, tp)
+			}
+		}
+		g.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("group %s: offsets of deleted topic %s: %w", g.id, topic, err)
+		}
+	}
+	return nil
+}
+
+func sliceSet(tps []TopicPartition) map[TopicPartition]struct{} {
+	m := make(map[TopicPartition]struct{}, len(tps))
+	for _, tp := range tps {
+		m[tp] = struct{}{}
+	}
+	return m
+}
