@@ -223,6 +223,13 @@ func (s *Store) NewGroupReader(cfg GroupReaderConfig) (*GroupReader, error) {
 		return nil, err
 	}
 	gr.coord = coord
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	s.members[gr] = struct{}{}
+	s.mu.Unlock()
 	now := time.Now()
 	gr.lastPoll, gr.lastCommit = now, now
 	ctx, cancel := context.WithCancel(context.Background())
@@ -301,33 +308,59 @@ func (gr *GroupReader) poll() (*Record, []<-chan struct{}, error) {
 	if gr.err != nil && len(gr.events) == 0 {
 		return nil, nil, gr.err
 	}
-	waits := []<-chan struct{}{gr.wake}
+	for {
+		rec, again, err := gr.pollOnce(nil)
+		if rec != nil || err != nil {
+			return rec, nil, err
+		}
+		if again {
+			continue
+		}
+		// Nothing: take the wake-up channels, then look again, so that an append between the
+		// look and the wait is never missed.
+		waits := []<-chan struct{}{gr.wake}
+		rec, again, err = gr.pollOnce(&waits)
+		if rec != nil || err != nil {
+			return rec, nil, err
+		}
+		if !again {
+			return nil, waits, nil
+		}
+	}
+}
+
+// pollOnce looks for a record in each topic read, in turn from the cursor; with waits, it
+// appends each topic's append and seek channels, taken before looking. again says that a topic
+// was dropped (deleted) and the look must be made anew. Callers hold mu.
+func (gr *GroupReader) pollOnce(waits *[]<-chan struct{}) (rec *Record, again bool, err error) {
 	n := len(gr.topics)
 	for i := range n {
 		idx := (gr.cursor + i) % n
 		t := gr.topics[idx]
 		r := gr.readers[t]
-		// Take the wake-up channel before looking, so that an append between the look and
-		// the wait is never missed.
-		waits = append(waits, r.topic.appendedChan())
+		if waits != nil {
+			*waits = append(*waits, r.topic.appendedChan())
+		}
 		rec, moved, err := r.poll()
 		if errors.Is(err, ErrClosed) && !r.closed {
 			// The topic was deleted (or the store is closing): stop reading it; the next
 			// heartbeat sees the metadata change and the group rebalances.
 			gr.dropTopicLocked(t)
 			gr.nudgeLocked()
-			return nil, []<-chan struct{}{gr.wake}, nil
+			return nil, true, nil
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, false, err
 		}
-		waits = append(waits, moved)
+		if waits != nil {
+			*waits = append(*waits, moved)
+		}
 		if rec != nil {
 			gr.cursor = (idx + 1) % n
-			return rec, nil, nil
+			return rec, false, nil
 		}
 	}
-	return nil, waits, nil
+	return nil, false, nil
 }
 
 // dropTopicLocked stops reading topic t. Callers hold mu.
@@ -558,7 +591,8 @@ func (gr *GroupReader) Generation() (generation int32, memberID string) {
 	return gr.generation, gr.memberID
 }
 
-// Close stops the member: a blocked Next returns ErrClosed. With AutoCommitInterval it commits
+// Close stops the member: a blocked Next returns ErrClosed. Store.Close closes the store's
+// members. With AutoCommitInterval it commits
 // its positions first. A dynamic member then leaves the group at once (Kafka's LeaveGroup), so
 // that its partitions are reassigned without waiting for its session timeout; a static member
 // (InstanceID) stays until its session times out, so that a restart gets its partitions back.
@@ -575,6 +609,9 @@ func (gr *GroupReader) Close() error {
 	gr.mu.Unlock()
 	gr.cancel()
 	<-gr.bgDone
+	gr.s.mu.Lock()
+	delete(gr.s.members, gr)
+	gr.s.mu.Unlock()
 	var err error
 	if gr.cfg.AutoCommitInterval > 0 {
 		if err = gr.commitPartitions(context.Background(), nil); errors.Is(err, ErrClosed) {

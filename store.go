@@ -41,8 +41,9 @@ type Store struct {
 
 	mu      sync.RWMutex
 	topics  map[string]*Topic
-	configs map[string]TopicConfig // as stored in topicsFileName
-	readers map[string]*Reader     // live named readers
+	configs map[string]TopicConfig    // as stored in topicsFileName
+	readers map[string]*Reader        // live named readers
+	members map[*GroupReader]struct{} // live group members, closed by Close
 	closed  bool
 
 	stopRetention chan struct{} // closed by Close
@@ -70,7 +71,8 @@ type Store struct {
 // link is not opened (it is logged); the store opens without it.
 func Open(dir string, opts ...Option) (s *Store, err error) {
 	o := newOptions(opts)
-	s = &Store{dir: dir, o: o, topics: map[string]*Topic{}, readers: map[string]*Reader{}}
+	s = &Store{dir: dir, o: o, topics: map[string]*Topic{}, readers: map[string]*Reader{},
+		members: map[*GroupReader]struct{}{}}
 	if err := fsys.MkdirAllDurable(o.fs, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("commitlog: open %s: %w", dir, err)
 	}
@@ -559,6 +561,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	readers := slices.Collect(maps.Values(s.readers))
+	members := slices.Collect(maps.Keys(s.members))
 	topics := slices.Collect(maps.Values(s.topics))
 	s.mu.Unlock()
 	close(s.stopRetention)
@@ -567,6 +570,11 @@ func (s *Store) Close() error {
 	var errs []error
 	for _, r := range readers {
 		errs = append(errs, r.Close())
+	}
+	// Live group members leave their groups (static ones stay until their session times out),
+	// so that a reopened store does not wait for their session timeouts.
+	for _, m := range members {
+		errs = append(errs, m.Close())
 	}
 	// Group members' waiting joins and syncs end before the log they write to closes.
 	s.groups.Close()
