@@ -33,6 +33,7 @@ type options struct {
 	groupMaxSession   time.Duration // group.max.session.timeout.ms; 0: Kafka's default
 	groupInitialDelay time.Duration // group.initial.rebalance.delay.ms; 0: Kafka's default, negative: none
 	groupMaxSize      int           // group.max.size; 0: no limit
+	offsetsRetention  time.Duration // offsets.retention.minutes; 0: Kafka's default
 
 	caches segment.Caches // the segments' open-file bound and record position cache, one per call
 	// cleanerPoints is the store's cleaner-offset-checkpoint, set by Open for its partitions;
@@ -208,3 +209,12 @@ func WithGroupInitialRebalanceDelay(d time.Duration) Option {
 // WithGroupMaxSize sets Kafka's group.max.size: the most members one group holds; a member
 // joining a full group gets ErrGroupMaxSizeReached. Zero (the default) means no limit.
 func WithGroupMaxSize(n int) Option { return func(o *options) { o.groupMaxSize = n } }
+
+// WithGroupOffsetsRetention sets Kafka's offsets.retention.minutes (7 days, KIP-211): how long a
+// group's committed positions outlive the group's last member (or, for positions of topics a
+// live group no longer reads, their last commit). They are removed at the log retention checks
+// (WithRetentionCheckInterval; Store.ExpireGroupOffsets); an empty group left without positions
+// is deleted. Zero keeps the default.
+func WithGroupOffsetsRetention(d time.Duration) Option {
+	return func(o *options) { o.offsetsRetention = d }
+}

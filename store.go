@@ -1,6 +1,7 @@
 package commitlog
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -142,6 +143,9 @@ func (s *Store) startRetention() {
 			case <-t.C:
 				if _, err := s.ApplyRetention(); err != nil && !errors.Is(err, ErrClosed) {
 					s.o.logger.Error("retention check failed", "err", err)
+				}
+				if _, err := s.ExpireGroupOffsets(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
+					s.o.logger.Error("group offsets expiry failed", "err", err)
 				}
 			}
 		}

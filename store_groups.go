@@ -346,3 +346,33 @@ func (s *Store) removeGroupTopic(topic string) error {
 	}
 	return c.DeleteTopicOffsets(context.Background(), topic)
 }
+
+// ExpireGroupOffsets is ExpireGroupOffsetsAt at the time of the store's clock: what the
+// background retention check runs.
+func (s *Store) ExpireGroupOffsets(ctx context.Context) (int, error) {
+	return s.ExpireGroupOffsetsAt(ctx, s.o.now())
+}
+
+// ExpireGroupOffsetsAt removes the groups' committed positions that have outlived the offsets
+// retention (WithGroupOffsetsRetention, Kafka's offsets.retention.minutes) at now, by Kafka's
+// rules (see group.Coordinator.ExpireOffsets), and returns how many. A store whose groups were
+// never used has none: nothing is opened. ErrClosed after Close.
+func (s *Store) ExpireGroupOffsetsAt(ctx context.Context, now time.Time) (int, error) {
+	s.mu.RLock()
+	closed := s.closed
+	s.mu.RUnlock()
+	if closed {
+		return 0, ErrClosed
+	}
+	s.groupsMu.Lock()
+	loaded := s.groupsLoaded
+	s.groupsMu.Unlock()
+	if !loaded {
+		return 0, nil
+	}
+	retention := s.o.offsetsRetention
+	if retention <= 0 {
+		retention = group.DefaultOffsetsRetention
+	}
+	return s.groups.ExpireOffsets(ctx, now, retention)
+}

@@ -401,9 +401,8 @@ func (g *group) remove(m *member) {
 			g.leader = slices.Min(slices.Collect(maps.Keys(g.members)))
 		}
 	}
-	if len(g.members) == 0 {
-		g.protocolType = ""
-	}
+	// An Empty group keeps its protocol type, as Kafka's does: ListGroups shows it, and offset
+	// expiry tells a consumer group from offsets committed outside any membership.
 }
 
 // completeJoin answers m's waiting JoinGroup with r.
