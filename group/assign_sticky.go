@@ -15,36 +15,41 @@ type cooperativeStickyAssignor struct{}
 // also weigh racks). A member id given twice counts once: the first Subscription with it in
 // members is used.
 //
-// Balanced: each partition goes to a member subscribed to its topic, and no partition could move
-// to a member with two partitions fewer than its holder, directly or by a chain of moves each to
-// a member subscribed to the moved partition's topic. When every member subscribes to the same
-// topics, that is Kafka's constrained assignment: each of N members gets floor(P/N) or
-// ceil(P/N) of the P partitions. With different subscriptions (Kafka's general assignment) it is
-// the most even split the subscriptions allow: the sum of the squares of the members' counts is
-// the least possible (Kafka's general assignment aims at the same by a heuristic).
+// Balanced: each partition of a subscribed topic goes to a member subscribed to it, and no
+// partition could move to a member with two partitions fewer than its holder, directly or by a
+// chain of moves each to a member subscribed to the moved partition's topic. When every member
+// subscribes to the same topics (Kafka's constrained assignment), each of N members gets
+// floor(P/N) or ceil(P/N) of the P partitions. With different subscriptions (Kafka's general
+// assignment, which reaches for the same by a heuristic) it is the most even split the
+// subscriptions allow: the sum of the squares of the members' counts is the least possible.
 //
 // Sticky: the placement starts from the partitions the members own (Subscription.Owned) and
 // moves partitions only to even out the counts, each move (or chain of moves) taking one
 // partition from a member with at least two more than the one it feeds; a member gives up first
 // the partitions it did not own, then its highest owned (Kafka keeps the first ones listed). When
-// every member subscribes to the same topics, a member owning at most floor(P/N) keeps all it
-// owns and one owning more keeps at least floor(P/N) of them, as Kafka's constrained assignment. A claim on a partition counts only if the topic is in
-// partitions, the member subscribes to it and the partition is below the count; other claims are
-// dropped. When members claim the same partition, the claim of the highest Subscription.Generation
-// wins, partition by partition (Kafka's general assignment; its constrained assignment drops
-// every claim of a member whose generation is not the group's highest). When two members claim
-// it in the same highest generation, both claims are dropped and the partition is held back this
-// round wherever it goes, as Kafka's AbstractStickyAssignor does with
-// partitionsWithMultiplePreviousOwners: both claimants revoke it first, so it is never read by
-// two members.
+// every member subscribes to the same topics, a member keeps all its claims (below) up to
+// floor(P/N), and at least floor(P/N) of them, as in Kafka's constrained assignment.
+//
+// Claims: a claim on a partition counts only if its topic is in partitions, the member
+// subscribes to it and the partition is below the count; other owned partitions are dropped.
+// When members claim one partition, the claim from the highest Subscription.Generation wins,
+// partition by partition, as in Kafka's general assignment (a generation of -1, unknown, is the
+// lowest); Kafka's constrained assignment instead drops every claim of a member behind the
+// group's highest generation. When members claim it in the same highest generation, all those
+// claims are dropped and the partition is held back this round whoever is given it, as Kafka's
+// AbstractStickyAssignor does with its partitionsWithMultiplePreviousOwners (its general
+// assignment keeps the first claim it reads): every claimant revokes it before anyone gets it,
+// so it is not read by two members at once.
 //
 // Cooperative: as Kafka's CooperativeStickyAssignor.adjustAssignment, a partition the placement
-// gives to one member while another member owns it (the winning claim) is left out of this
+// gives to one member while another member owns it (holds the winning claim) is left out of this
 // round's assignment: its owner, not given it, revokes it and rejoins, and the follow-up
-// rebalance gives it to its new member, which then finds it unowned. A newcomer to a group
-// whose partitions are all owned so gets nothing in the first round and its share in the second.
+// rebalance gives it to the new member, which then finds it unowned. So a newcomer to a group
+// whose partitions are all owned gets nothing in the first round and its share in the second,
+// and a member that leaves frees its partitions at once.
 //
-// The result depends only on the input, not on map order.
+// The result depends only on the partition counts and the set of members (of distinct ids), not
+// on the order of members or of map iteration.
 func CooperativeStickyAssignor() Assignor { return cooperativeStickyAssignor{} }
 
 // Name returns "cooperative-sticky", the name of Kafka's CooperativeStickyAssignor.
@@ -78,6 +83,14 @@ type stickyPlan struct {
 	owner        []int           // owner[tp]: the member whose claim on tp won, -1 for none
 	contested    []bool          // contested[tp]: claimed by two members in the highest generation claiming it
 	assigned     []int           // assigned[tp]: the member given tp, -1 for none
+	own          [][]int         // own[m]: the partitions given to member m that it owns, ascending
+	foreign      [][]int         // foreign[m]: the other partitions given to member m, in no order
+	at           []int           // at[tp]: the place of tp in foreign[assigned[tp]]
+
+	// Set by balance: the members in increasing count, and where they are in it.
+	order []int // the members by increasing count
+	place []int // place[m]: the place of member m in order
+	start []int // start[c]: the place in order of the first member with c partitions or more
 }
 
 // newStickyPlan resolves the members' claims and places every partition of a subscribed topic:
@@ -104,6 +117,8 @@ func newStickyPlan(partitions map[string]int32, members []Subscription) *stickyP
 	s.memberTopics = make([][]int, len(s.members))
 	s.held = make([][]int, len(s.members))
 	s.count = make([]int, len(s.members))
+	s.own = make([][]int, len(s.members))
+	s.foreign = make([][]int, len(s.members))
 	for m, sub := range s.members {
 		// Names in order give topic numbers in order.
 		for _, name := range subscribedTopics(sub) {
@@ -119,6 +134,7 @@ func newStickyPlan(partitions map[string]int32, members []Subscription) *stickyP
 	s.owner = slices.Repeat([]int{-1}, n)
 	s.assigned = slices.Repeat([]int{-1}, n)
 	s.contested = make([]bool, n)
+	s.at = make([]int, n)
 	generation := make([]int32, n) // of the claim in owner
 	for m, sub := range s.members {
 		for _, tps := range sub.Owned {
@@ -172,84 +188,144 @@ func newStickyPlan(partitions map[string]int32, members []Subscription) *stickyP
 // balance moves partitions until no member with at least two partitions fewer than another can
 // get one from it, directly or through a chain of members. Each move lowers the sum of the
 // squares of the counts, so it ends; at the end that sum is the least possible (a placement
-// without such chains is an optimum of this convex transport problem).
+// without such chains is an optimum of this convex transport problem). Direct moves come first:
+// a chain moves more partitions.
 func (s *stickyPlan) balance() {
-	if len(s.members) == 0 {
+	n := len(s.members)
+	if n == 0 {
 		return
 	}
-	order := make([]int, len(s.members))
+	s.order = make([]int, n)
+	for i := range s.order {
+		s.order[i] = i
+	}
+	slices.SortStableFunc(s.order, func(a, b int) int { return cmp.Compare(s.count[a], s.count[b]) })
+	s.place = make([]int, n)
+	s.start = make([]int, s.count[s.order[n-1]]+2)
+	for i, m := range s.order {
+		s.place[m] = i
+	}
+	for c := range s.start {
+		s.start[c], _ = slices.BinarySearchFunc(s.order, c, func(m, c int) int { return cmp.Compare(s.count[m], c) })
+	}
 	for {
-		most := slices.Max(s.count)
-		for i := range order {
-			order[i] = i
+		for s.feedDirect() {
 		}
-		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(s.count[a], s.count[b]) })
-		if !s.feedOne(order, most, true) && !s.feedOne(order, most, false) {
+		if !s.feedChain() {
 			return
 		}
 	}
 }
 
-// feedOne feeds the first member in order (fewest partitions first) that it can, with a direct
-// move only or through chains too, and reports whether it did. A direct move anywhere is
-// preferred to a chain, which moves more partitions.
-func (s *stickyPlan) feedOne(order []int, most int, direct bool) bool {
-	for _, m := range order {
-		if s.count[m]+2 > most {
-			return false
+// most returns the largest count.
+func (s *stickyPlan) most() int { return s.count[s.order[len(s.order)-1]] }
+
+// feedDirect goes once through the members, fewest partitions first, feeding each for as long as
+// a member with at least two more partitions holds a partition of a topic it subscribes to; the
+// one with the most partitions gives. Reports whether it moved any.
+func (s *stickyPlan) feedDirect() bool {
+	moved := false
+	for i := 0; i < len(s.order); {
+		to := s.order[i]
+		if s.count[to]+2 > s.most() {
+			break
 		}
-		if s.feed(m, direct) {
-			return true
+		giver := s.directGiver(to)
+		if giver == -1 {
+			i++
+			continue
 		}
+		// to moves up out of place i, another member with its old count takes it.
+		s.move(giver, to)
+		moved = true
 	}
-	return false
+	return moved
 }
 
-// feed gives member to one partition more and takes one from a member with at least two more
-// partitions than to, through the shortest chain of members each giving the next a partition of a
-// topic the next subscribes to (the chain's inner members keep their counts). Of the givers at
-// that shortest distance, the one with the most partitions gives. With direct, the chain is one
-// move long. Reports whether it found a giver.
-func (s *stickyPlan) feed(to int, direct bool) bool {
+// directGiver returns the member with the most partitions, the latest in order of equals, that
+// has at least two partitions more than member to and a partition of a topic to subscribes to;
+// -1 if none. It looks through whichever is fewer: the members with enough partitions, or the
+// subscribers of to's topics.
+func (s *stickyPlan) directGiver(to int) int {
+	enough := s.count[to] + 2
+	rich := len(s.order) - s.start[enough]
+	subscribers := 0
+	for _, t := range s.memberTopics[to] {
+		subscribers += len(s.subscribers[t])
+	}
+	if rich <= subscribers {
+		for _, g := range slices.Backward(s.order[s.start[enough]:]) {
+			if s.shares(g, to) {
+				return g
+			}
+		}
+		return -1
+	}
+	giver := -1
+	for _, t := range s.memberTopics[to] {
+		for _, g := range s.subscribers[t] {
+			if s.count[g] >= enough && s.holds(g, t) &&
+				(giver == -1 || s.count[g] > s.count[giver] || s.count[g] == s.count[giver] && s.place[g] > s.place[giver]) {
+				giver = g
+			}
+		}
+	}
+	return giver
+}
+
+// feedChain feeds a member through a chain of members each giving the next a partition of a
+// topic the next subscribes to, from a member with at least two more partitions than it (the
+// chain's inner members keep their counts). It looks from the members with the fewest
+// partitions first, then from those with up to one more, and so on; of the givers at the
+// shortest distance, the one with the most partitions gives. Reports whether it fed one.
+func (s *stickyPlan) feedChain() bool {
 	n := len(s.members)
 	seen := make([]bool, n)
-	next := make([]int, n) // next[x]: the member x gives a partition to in the chain
-	seen[to] = true
-	frontier := []int{to}
-	for len(frontier) > 0 {
-		var reached []int
-		for _, y := range frontier {
-			for _, t := range s.memberTopics[y] {
-				for _, x := range s.subscribers[t] {
-					if !seen[x] && s.holds(x, t) {
-						seen[x], next[x] = true, y
-						reached = append(reached, x)
+	next := make([]int, n) // next[x]: the member x gives a partition to in the chain, -1 for its end
+	topicSeen := make([]bool, len(s.topics))
+	for c := s.count[s.order[0]]; c+2 <= s.most(); c++ {
+		clear(seen)
+		clear(topicSeen)
+		frontier := slices.Clone(s.order[:s.start[c+1]])
+		for _, m := range frontier {
+			seen[m], next[m] = true, -1
+		}
+		for len(frontier) > 0 {
+			var reached []int
+			for _, y := range frontier {
+				for _, t := range s.memberTopics[y] {
+					if topicSeen[t] {
+						continue
+					}
+					topicSeen[t] = true
+					for _, x := range s.subscribers[t] {
+						if !seen[x] && s.holds(x, t) {
+							seen[x], next[x] = true, y
+							reached = append(reached, x)
+						}
 					}
 				}
 			}
-		}
-		giver := -1
-		for _, x := range reached {
-			if s.count[x] >= s.count[to]+2 && (giver == -1 || s.count[x] > s.count[giver] ||
-				s.count[x] == s.count[giver] && x < giver) {
-				giver = x
+			giver := -1
+			for _, x := range reached {
+				if s.count[x] >= c+2 && (giver == -1 || s.count[x] > s.count[giver]) {
+					giver = x
+				}
 			}
-		}
-		if giver >= 0 {
-			var chain []int
-			for x := giver; x != to; x = next[x] {
-				chain = append(chain, x)
+			if giver >= 0 {
+				var chain []int
+				for x := giver; next[x] != -1; x = next[x] {
+					chain = append(chain, x)
+				}
+				// From the fed end: each member gives a partition it held before the chain
+				// moved any.
+				for _, x := range slices.Backward(chain) {
+					s.move(x, next[x])
+				}
+				return true
 			}
-			// From to's end: each member gives a partition it held before the chain moved any.
-			for _, x := range slices.Backward(chain) {
-				s.move(x, next[x])
-			}
-			return true
+			frontier = reached
 		}
-		if direct {
-			return false
-		}
-		frontier = reached
 	}
 	return false
 }
@@ -258,22 +334,24 @@ func (s *stickyPlan) feed(to int, direct bool) bool {
 // to owns if any, else one from does not own, else from's highest owned; the highest (by topic,
 // then partition) of equals.
 func (s *stickyPlan) move(from, to int) {
-	best, bestRank := -1, 3
-	for _, t := range slices.Backward(s.memberTopics[to]) {
-		for tp := s.first[t+1] - 1; tp >= s.first[t]; tp-- {
-			if s.assigned[tp] != from {
-				continue
-			}
-			rank := 2
-			switch s.owner[tp] {
-			case to:
-				rank = 0
-			case from:
-			default:
-				rank = 1
-			}
-			if rank < bestRank {
-				best, bestRank = tp, rank
+	best, bestRank := -1, 2
+	for _, tp := range s.foreign[from] {
+		if !s.subscribes(to, s.topicOf(tp)) {
+			continue
+		}
+		rank := 1
+		if s.owner[tp] == to {
+			rank = 0
+		}
+		if rank < bestRank || rank == bestRank && tp > best {
+			best, bestRank = tp, rank
+		}
+	}
+	if best == -1 {
+		for _, tp := range slices.Backward(s.own[from]) {
+			if s.subscribes(to, s.topicOf(tp)) {
+				best = tp
+				break
 			}
 		}
 	}
@@ -284,16 +362,66 @@ func (s *stickyPlan) move(from, to int) {
 // give places unplaced partition tp with member m.
 func (s *stickyPlan) give(tp, m int) {
 	s.assigned[tp] = m
-	s.count[m]++
+	if s.owner[tp] == m {
+		i, _ := slices.BinarySearch(s.own[m], tp)
+		s.own[m] = slices.Insert(s.own[m], i, tp)
+	} else {
+		s.at[tp] = len(s.foreign[m])
+		s.foreign[m] = append(s.foreign[m], tp)
+	}
 	s.held[m][s.topicPlace(m, s.topicOf(tp))]++
+	if s.order != nil {
+		// m leaves the end of its count's run in order, which the next count's run then starts
+		// with.
+		c := s.count[m]
+		s.swap(s.place[m], s.start[c+1]-1)
+		s.start[c+1]--
+		if c+2 == len(s.start) {
+			s.start = append(s.start, len(s.order))
+		}
+	}
+	s.count[m]++
 }
 
 // take unplaces partition tp.
 func (s *stickyPlan) take(tp int) {
 	m := s.assigned[tp]
 	s.assigned[tp] = -1
-	s.count[m]--
+	if s.owner[tp] == m {
+		i, _ := slices.BinarySearch(s.own[m], tp)
+		s.own[m] = slices.Delete(s.own[m], i, i+1)
+	} else {
+		f := s.foreign[m]
+		last := f[len(f)-1]
+		f[s.at[tp]], s.at[last] = last, s.at[tp]
+		s.foreign[m] = f[:len(f)-1]
+	}
 	s.held[m][s.topicPlace(m, s.topicOf(tp))]--
+	if s.order != nil {
+		// m leaves the start of its count's run in order, which the previous count's run then
+		// ends with.
+		c := s.count[m]
+		s.swap(s.place[m], s.start[c])
+		s.start[c]++
+	}
+	s.count[m]--
+}
+
+// swap swaps the members at places i and j of order.
+func (s *stickyPlan) swap(i, j int) {
+	a, b := s.order[i], s.order[j]
+	s.order[i], s.order[j] = b, a
+	s.place[a], s.place[b] = j, i
+}
+
+// shares reports whether member from holds a partition of a topic member to subscribes to.
+func (s *stickyPlan) shares(from, to int) bool {
+	for _, t := range s.memberTopics[to] {
+		if i, ok := slices.BinarySearch(s.memberTopics[from], t); ok && s.held[from][i] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // holds reports whether member m, subscribed to topic t, is given a partition of it.
