@@ -128,3 +128,38 @@ func TestSyncStorageFailure(t *testing.T) {
 		require.Empty(t, m.Assignment)
 	}
 }
+
+// A member whose SyncGroup waited gets a session timer when the SyncGroup is answered, with an
+// error too (Kafka's propagateAssignment): its session's expiry was ignored while it waited,
+// and nothing else would ever remove it if it then died.
+func TestSyncAnsweredWithErrorRestartsSession(t *testing.T) {
+	h := newHarness(t, Config{})
+	r1, r2 := staticReq("g", "c1", "i1"), staticReq("g", "c2", "i2")
+	r1.SessionTimeout = testSession + time.Second
+	g1 := h.joinAll(r1, r2)
+	s1, s2 := g1.ids["c1"], g1.ids["c2"]
+	require.Equal(t, s1, g1.leader)
+	joined := h.clock.elapsed()
+
+	// s2 syncs and waits through its session timeout; then the leader's session expires, the
+	// group rebalances and s2's SyncGroup is answered with ErrRebalanceInProgress.
+	ss := h.sync(SyncRequest{Group: "g", MemberID: s2, InstanceID: "i2", Generation: 1})
+	h.clock.Advance(testSession)
+	h.requireMembers("g", s1, s2)
+	h.clock.Advance(time.Second)
+	_, err := ss.result()
+	require.ErrorIs(t, err, ErrRebalanceInProgress)
+	h.requireMembers("g", s2)
+	require.Equal(t, PreparingRebalance, h.state("g"))
+
+	// s2's client is gone. Its session, restarted when its SyncGroup was answered, removes it;
+	// the group is then Empty.
+	h.clock.Advance(testSession - time.Millisecond)
+	h.requireMembers("g", s2)
+	h.clock.Advance(time.Millisecond)
+	require.Equal(t, joined+r1.SessionTimeout+testSession, h.clock.elapsed())
+	d := h.describe("g")
+	require.Equal(t, Empty, d.State)
+	require.Equal(t, int32(2), d.Generation)
+	require.Empty(t, d.Members)
+}
