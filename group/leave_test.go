@@ -1,7 +1,9 @@
 package group
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -74,6 +76,26 @@ func TestLeavePendingMember(t *testing.T) {
 	require.Equal(t, Empty, d.State)
 	require.Equal(t, int32(0), d.Generation)
 
+	// A pending member leaving the first rebalance does not cut its initial delay short.
+	ja := h.join(joinReq("g", "a"))
+	resp, err = h.join(req).result()
+	require.ErrorIs(t, err, ErrMemberIDRequired)
+	h.clock.Advance(DefaultInitialRebalanceDelay - time.Millisecond)
+	_, err = h.c.Leave("g", []LeavingMember{{MemberID: resp.MemberID}})
+	require.NoError(t, err)
+	require.Equal(t, PreparingRebalance, h.state("g"))
+	// A rebalance of a Stable group that waits for a pending member completes when it leaves.
+	h.clock.Advance(time.Millisecond)
+	g1 := h.completeJoins(ja)
+	h.syncAll("g", &g1)
+	resp, err = h.join(req).result()
+	require.ErrorIs(t, err, ErrMemberIDRequired)
+	jl := h.join(g1.request["a"])
+	require.Equal(t, PreparingRebalance, h.state("g"))
+	jl.requireUnanswered()
+	_, err = h.c.Leave("g", []LeavingMember{{MemberID: resp.MemberID}})
+	require.NoError(t, err)
+	require.Equal(t, int32(2), jl.ok().Generation)
 }
 
 func TestStaticLeaveByInstanceIDRebalances(t *testing.T) {
@@ -99,4 +121,35 @@ func TestStaticLeaveByInstanceIDRebalances(t *testing.T) {
 	resp := h.join(g1.request["c1"]).ok()
 	require.Equal(t, int32(2), resp.Generation)
 	require.Equal(t, []JoinMember{{MemberID: s1, InstanceID: "i1", Metadata: subscription("orders")}}, resp.Members)
+}
+
+// A member leaving during an empty group's first rebalance does not cut the initial delay
+// short (Kafka's classicGroupLeave completes the join phase only through maybeCompleteJoinPhase,
+// which waits for the delay): more members may still come.
+func TestLeaveDuringInitialDelayKeepsDelay(t *testing.T) {
+	h := newHarness(t, Config{})
+	ja := h.join(joinReq("g", "a"))
+	h.clock.Advance(time.Second)
+	jb := h.join(joinReq("g", "b"))
+	ids := h.memberIDs("g")
+	require.Len(t, ids, 2)
+	var b string
+	for _, id := range ids {
+		if strings.HasPrefix(id, "b-") {
+			b = id
+		}
+	}
+	errs, err := h.c.Leave("g", []LeavingMember{{MemberID: b}})
+	require.NoError(t, err)
+	require.Equal(t, []error{nil}, errs)
+	_, err = jb.result()
+	require.ErrorIs(t, err, ErrUnknownMemberID)
+	require.Equal(t, PreparingRebalance, h.state("g"))
+
+	// c joins within the delay and is part of generation 1.
+	h.clock.Advance(time.Second)
+	jc := h.join(joinReq("g", "c"))
+	g1 := h.completeJoins(ja, jc)
+	require.Equal(t, int32(1), g1.id)
+	require.Len(t, g1.resps["a"].Members, 2)
 }
