@@ -116,8 +116,15 @@ func (c *Coordinator) join(g *group, req JoinRequest) (chan joinResult, JoinResp
 	_, known := g.members[req.MemberID]
 	_, pending := g.pending[req.MemberID]
 	newMember := req.MemberID == "" || pending
+	// Kafka's acceptJoiningMember counts, in the join phase, the members that have rejoined, so
+	// that new members may take the places of members yet to rejoin (which are then refused);
+	// here the members have them, and a new member is refused while the group holds MaxSize.
 	if c.cfg.MaxSize > 0 && newMember && !known && len(g.members) >= c.cfg.MaxSize &&
 		!(req.InstanceID != "" && g.static[req.InstanceID] != "") {
+		if pending {
+			// Kafka drops it, so that the join phase does not wait for it.
+			c.removePending(g, g.pending[req.MemberID])
+		}
 		return nil, JoinResponse{}, fmt.Errorf("%w: group %s has %d members", ErrGroupMaxSizeReached, g.id, len(g.members))
 	}
 	if !g.supportsProtocols(req.ProtocolType, req.Protocols) {

@@ -477,3 +477,24 @@ func TestStaticRejoinStorageFailureKeepsOldMember(t *testing.T) {
 	h.keepAlive("g", testSession, time.Second, s1)
 	h.requireMembers("g", s1)
 }
+
+// A pending member (given its id by MEMBER_ID_REQUIRED) that finds the group full is no longer
+// pending (Kafka's classicGroupJoin removes it): a rebalance does not wait for it.
+func TestJoinGroupFullDropsPendingMember(t *testing.T) {
+	h := newHarness(t, Config{MaxSize: 2})
+	g1 := h.form(joinReq("g", "a"))
+	formed := h.clock.elapsed()
+	creq := joinReq("g", "c")
+	creq.RequireKnownMemberID = true
+	resp, err := h.join(creq).result()
+	require.ErrorIs(t, err, ErrMemberIDRequired)
+	jd := h.join(joinReq("g", "d")) // a second member: a rebalance, which waits for c too
+	require.Equal(t, PreparingRebalance, h.state("g"))
+	_, err = h.join(rejoin(creq, resp.MemberID)).result()
+	require.ErrorIs(t, err, ErrGroupMaxSizeReached)
+
+	// a rejoins: every member has, and c is not waited for.
+	g2 := h.completeJoins(h.join(g1.request["a"]), jd)
+	require.Equal(t, int32(2), g2.id)
+	require.Equal(t, formed, h.clock.elapsed())
+}
