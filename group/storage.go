@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -164,7 +166,13 @@ func (c *Coordinator) Replay(key, value []byte) error {
 			g.members[m.id] = m
 		}
 		if g.members[g.leader] == nil {
+			// No leader (the field is nullable), or one that is not a member: elect one as
+			// remove does. A group with members must have a leader, or its next join phase
+			// completes with none (electJoinedLeader) and no member is asked to assign.
 			g.leader = ""
+			if len(g.members) > 0 {
+				g.leader = slices.Min(slices.Collect(maps.Keys(g.members)))
+			}
 		}
 		if len(g.members) == 0 {
 			g.state = Empty

@@ -125,6 +125,36 @@ func TestReplayedStaticMemberRejoins(t *testing.T) {
 	require.Equal(t, PreparingRebalance, h2.state("g"))
 }
 
+// A loaded group record whose leader is not one of its members (Kafka's leader field is
+// nullable) still gets a leader: else no member would ever be told to assign.
+func TestReplayGroupWithoutLeader(t *testing.T) {
+	v := kmsg.NewGroupMetadataValue()
+	v.Version, v.ProtocolType, v.Generation = 3, ConsumerProtocolType, 4
+	p := "range"
+	v.Protocol = &p
+	for _, id := range []string{"m-b", "m-a"} {
+		m := kmsg.NewGroupMetadataValueMember()
+		m.MemberID, m.ClientID, m.SessionTimeoutMillis, m.RebalanceTimeoutMillis = id, "c", 10000, 60000
+		m.Subscription = subscription("orders")
+		v.Members = append(v.Members, m)
+	}
+	h := newHarness(t, Config{})
+	require.NoError(t, h.c.Replay(groupKey("g"), v.AppendTo(nil)))
+	h.c.Start()
+	require.Equal(t, "m-a", h.describe("g").Leader)
+
+	// m-b's subscription changes: a rebalance; the leader assigns.
+	jb := h.join(rejoin(joinReq("g", "cb", "orders", "audit"), "m-b"))
+	require.Equal(t, PreparingRebalance, h.state("g"))
+	ja := h.join(rejoin(joinReq("g", "ca"), "m-a"))
+	g5 := h.completeJoins(ja, jb)
+	require.Equal(t, int32(5), g5.id)
+	require.Equal(t, "m-a", g5.leader)
+	require.Len(t, g5.resps["ca"].Members, 2)
+	require.Empty(t, g5.resps["cb"].Members)
+	h.syncAll("g", &g5)
+}
+
 func TestReplayGarbage(t *testing.T) {
 	okKey := offsetKey("g", orders0)
 	okValue := offsetValue(OffsetAndMetadata{Offset: 1, LeaderEpoch: 2, Metadata: "m", CommitTime: clockStart})
