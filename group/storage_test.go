@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -209,12 +210,23 @@ func seedRecords() []StorageRecord {
 	}
 	empty := kmsg.NewGroupMetadataValue()
 	empty.Version, empty.ProtocolType, empty.Generation = 3, ConsumerProtocolType, 8
+	// Version 0: no rebalance timeout, no state timestamp. And version 3 with the rebalance
+	// timeout at its default, -1, for a static member too.
+	v0 := v
+	v0.Version = 0
+	noRebalance := v
+	noRebalance.Members = slices.Clone(v.Members)
+	for i := range noRebalance.Members {
+		noRebalance.Members[i].RebalanceTimeoutMillis = -1
+	}
 	return []StorageRecord{
 		{Key: offsetKey("g", orders0), Value: offsetValue(OffsetAndMetadata{Offset: 42, LeaderEpoch: 3, Metadata: "meta", CommitTime: clockStart})},
 		{Key: offsetKey("g", orders0)},
 		{Key: groupKey("g"), Value: v.AppendTo(nil)},
 		{Key: groupKey("g"), Value: empty.AppendTo(nil)},
 		{Key: groupKey("g")},
+		{Key: groupKey("g"), Value: v0.AppendTo(nil)},
+		{Key: groupKey("g"), Value: noRebalance.AppendTo(nil)},
 	}
 }
 
@@ -281,4 +293,39 @@ func FuzzReplay(f *testing.F) {
 			require.Empty(t, d.Members, "group %s: every loaded member expires", l.Group)
 		}
 	})
+}
+
+// A GroupMetadata value of version 0 has no rebalance timeout (the field reads as its default,
+// -1) nor state timestamp: as Kafka's replay does, a member's rebalance timeout is then its
+// session timeout, so that a rebalance of the loaded group waits for its members to rejoin.
+func TestReplayVersion0GroupRecord(t *testing.T) {
+	v := kmsg.NewGroupMetadataValue()
+	v.Version, v.ProtocolType, v.Generation = 0, ConsumerProtocolType, 3
+	p, l := "range", "m-a"
+	v.Protocol, v.Leader = &p, &l
+	for _, id := range []string{"m-a", "m-b", "m-c"} {
+		m := kmsg.NewGroupMetadataValueMember()
+		m.MemberID, m.ClientID, m.SessionTimeoutMillis = id, "c"+id, 10000
+		m.Subscription = subscription("orders")
+		v.Members = append(v.Members, m)
+	}
+	h := newHarness(t, Config{})
+	require.NoError(t, h.c.Replay(groupKey("g"), v.AppendTo(nil)))
+	d := h.describe("g")
+	require.Equal(t, Stable, d.State)
+	require.Equal(t, h.clock.Now(), d.StateTime)
+	for _, m := range d.Members {
+		require.Equal(t, testSession, m.SessionTimeout)
+		require.Equal(t, testSession, m.RebalanceTimeout)
+	}
+
+	// m-c's session expires; the rebalance waits for m-a and m-b (up to 10 s).
+	h.c.Start()
+	h.keepAlive("g", testSession, time.Second, "m-a", "m-b")
+	require.Equal(t, PreparingRebalance, h.state("g"))
+	h.requireMembers("g", "m-a", "m-b")
+	require.ErrorIs(t, h.heartbeat("g", "m-a", 3), ErrRebalanceInProgress)
+	g4 := h.completeJoins(h.join(rejoin(joinReq("g", "cm-a"), "m-a")), h.join(rejoin(joinReq("g", "cm-b"), "m-b")))
+	require.Equal(t, int32(4), g4.id)
+	require.Equal(t, "m-a", g4.leader)
 }
