@@ -211,7 +211,9 @@ func (c *Coordinator) joinExistingMember(g *group, req JoinRequest) (chan joinRe
 	}
 	m := g.members[req.MemberID]
 	if m.instanceID != req.InstanceID {
-		// A dynamic member claiming to be static, or the other way round.
+		// A static member joining by member id without its instance id (a dynamic member
+		// naming an instance id failed validateMember). Kafka's validateMember lets it join;
+		// here it is fenced.
 		return nil, JoinResponse{}, fmt.Errorf("%w: group %s member %s", ErrFencedInstanceID, g.id, req.MemberID)
 	}
 	switch g.state {
@@ -267,6 +269,9 @@ func (c *Coordinator) updateMemberAndRebalance(g *group, m *member, req JoinRequ
 // the old member id is fenced (its waiting requests get ErrFencedInstanceID). In a Stable group
 // whose protocols it still matches, it gets the current generation and its assignment back
 // without a rebalance (KIP-345); a rejoining leader is told to skip the assignment (KIP-814).
+// Kafka rebalances only when the protocol the group would select changes; here a change of the
+// member's metadata of the group's protocol (its subscription) rebalances too, so that the
+// leader assigns what the member now subscribes to.
 func (c *Coordinator) replaceStaticMember(g *group, old *member, req JoinRequest) (chan joinResult, JoinResponse, error) {
 	newID := newMemberID(req.InstanceID)
 	fenced := fmt.Errorf("%w: group %s instance %s rejoined as %s", ErrFencedInstanceID, g.id, req.InstanceID, newID)
