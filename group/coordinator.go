@@ -642,13 +642,15 @@ func (c *Coordinator) syncTimeoutExpired(g *group, seq uint64, generation int32)
 }
 
 // resetAssignments clears every member's assignment and answers every waiting SyncGroup with err
-// (Kafka's resetAndPropagateAssignmentWithError).
+// (Kafka's resetAndPropagateAssignmentWithError). Each member answered gets its session timer
+// again, as in Kafka's propagateAssignment: an expiry while it waited was ignored.
 func (c *Coordinator) resetAssignments(g *group, err error) {
 	for _, m := range g.members {
 		m.assignment = nil
 		if m.syncCh != nil {
 			m.syncCh <- syncResult{err: err}
 			m.syncCh = nil
+			c.scheduleSession(g, m, m.sessionTimeout)
 		}
 	}
 }

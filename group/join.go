@@ -116,8 +116,15 @@ func (c *Coordinator) join(g *group, req JoinRequest) (chan joinResult, JoinResp
 	_, known := g.members[req.MemberID]
 	_, pending := g.pending[req.MemberID]
 	newMember := req.MemberID == "" || pending
+	// Kafka's acceptJoiningMember counts, in the join phase, the members that have rejoined, so
+	// that new members may take the places of members yet to rejoin (which are then refused);
+	// here the members have them, and a new member is refused while the group holds MaxSize.
 	if c.cfg.MaxSize > 0 && newMember && !known && len(g.members) >= c.cfg.MaxSize &&
 		!(req.InstanceID != "" && g.static[req.InstanceID] != "") {
+		if pending {
+			// Kafka drops it, so that the join phase does not wait for it.
+			c.removePending(g, g.pending[req.MemberID])
+		}
 		return nil, JoinResponse{}, fmt.Errorf("%w: group %s has %d members", ErrGroupMaxSizeReached, g.id, len(g.members))
 	}
 	if !g.supportsProtocols(req.ProtocolType, req.Protocols) {
@@ -204,7 +211,9 @@ func (c *Coordinator) joinExistingMember(g *group, req JoinRequest) (chan joinRe
 	}
 	m := g.members[req.MemberID]
 	if m.instanceID != req.InstanceID {
-		// A dynamic member claiming to be static, or the other way round.
+		// A static member joining by member id without its instance id (a dynamic member
+		// naming an instance id failed validateMember). Kafka's validateMember lets it join;
+		// here it is fenced.
 		return nil, JoinResponse{}, fmt.Errorf("%w: group %s member %s", ErrFencedInstanceID, g.id, req.MemberID)
 	}
 	switch g.state {
@@ -260,6 +269,9 @@ func (c *Coordinator) updateMemberAndRebalance(g *group, m *member, req JoinRequ
 // the old member id is fenced (its waiting requests get ErrFencedInstanceID). In a Stable group
 // whose protocols it still matches, it gets the current generation and its assignment back
 // without a rebalance (KIP-345); a rejoining leader is told to skip the assignment (KIP-814).
+// Kafka rebalances only when the protocol the group would select changes; here a change of the
+// member's metadata of the group's protocol (its subscription) rebalances too, so that the
+// leader assigns what the member now subscribes to.
 func (c *Coordinator) replaceStaticMember(g *group, old *member, req JoinRequest) (chan joinResult, JoinResponse, error) {
 	newID := newMemberID(req.InstanceID)
 	fenced := fmt.Errorf("%w: group %s instance %s rejoined as %s", ErrFencedInstanceID, g.id, req.InstanceID, newID)

@@ -36,15 +36,12 @@ func (c *Coordinator) Leave(group string, members []LeavingMember) ([]error, err
 				errs[i] = fmt.Errorf("%w: group %s instance %s is member %s", ErrFencedInstanceID, g.id, lm.InstanceID, id)
 			default:
 				c.logger.Info("static member leaves group", "group", g.id, "member", id, "instance", lm.InstanceID, "reason", lm.Reason)
-				c.removeMemberAndUpdate(g, g.members[id], "left the group")
+				c.removeLeavingMember(g, g.members[id])
 			}
 			continue
 		}
 		if pm, ok := g.pending[lm.MemberID]; ok {
-			g.remove(pm)
-			if g.state == PreparingRebalance && g.hasAllMembersJoined() {
-				c.completeJoinPhase(g)
-			}
+			c.removePending(g, pm)
 			continue
 		}
 		m, ok := g.members[lm.MemberID]
@@ -53,7 +50,26 @@ func (c *Coordinator) Leave(group string, members []LeavingMember) ([]error, err
 			continue
 		}
 		c.logger.Info("member leaves group", "group", g.id, "member", m.id, "reason", lm.Reason)
-		c.removeMemberAndUpdate(g, m, "left the group")
+		c.removeLeavingMember(g, m)
 	}
 	return errs, nil
+}
+
+// removePending drops a pending member (Kafka's LeaveGroup of it); the join phase completes if
+// it waited only for it, unless it is an empty group's first (waiting for its initial delay).
+func (c *Coordinator) removePending(g *group, pm *member) {
+	g.remove(pm)
+	if g.state == PreparingRebalance && g.prevState != Empty && g.hasAllMembersJoined() {
+		c.completeJoinPhase(g)
+	}
+}
+
+// removeLeavingMember is removeMemberAndUpdate for a member that leaves, as Kafka's
+// classicGroupLeave: in the join phase, the phase completes if every remaining member has
+// joined, except in an empty group's first rebalance, which waits for its initial delay (more
+// members may still come), as it does when a member joins (rebalanceOrCompleteJoin).
+func (c *Coordinator) removeLeavingMember(g *group, m *member) {
+	g.completeJoin(m, joinResult{err: fmt.Errorf("%w: group %s member %s left the group", ErrUnknownMemberID, g.id, m.id)})
+	g.remove(m)
+	c.rebalanceOrCompleteJoin(g, "member "+m.id+" left the group")
 }

@@ -149,7 +149,9 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, group string, partition
 // subscribedTopics returns the topics a consumer group's members subscribe to (Kafka's
 // ClassicGroup.computeSubscribedTopics): none for an Empty group; for a group of another
 // protocol type, or a member whose metadata does not decode, every topic the group has
-// offsets for (Kafka's "unknown subscription": everything counts as subscribed).
+// offsets for (Kafka's "unknown subscription": everything counts as subscribed; Kafka refuses
+// the OffsetDelete of a group of another protocol type that has members whole, with
+// NON_EMPTY_GROUP, where here each partition with an offset gets ErrGroupSubscribedToTopic).
 func (g *group) subscribedTopics() map[string]struct{} {
 	out := map[string]struct{}{}
 	if g.state == Empty || len(g.members) == 0 {

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -148,11 +150,23 @@ func (c *Coordinator) Replay(key, value []byte) error {
 		if v.Leader != nil {
 			g.leader = *v.Leader
 		}
-		g.stateTime = time.UnixMilli(v.CurrentStateTimestamp)
+		// Versions 0 and 1 have no state timestamp: it reads as -1.
+		g.stateTime = now
+		if v.CurrentStateTimestamp >= 0 {
+			g.stateTime = time.UnixMilli(v.CurrentStateTimestamp)
+		}
 		for _, vm := range v.Members {
+			// Version 0 has no rebalance timeout (it reads as -1), and Kafka's replay then
+			// takes the session timeout; so for any value not positive here, as Join does for
+			// a JoinGroup without one. A join phase bounded by no time ends before members can
+			// rejoin, and, with only static members that did not, re-arms at once forever.
+			rebalanceTimeout := vm.RebalanceTimeoutMillis
+			if rebalanceTimeout <= 0 {
+				rebalanceTimeout = vm.SessionTimeoutMillis
+			}
 			m := &member{id: vm.MemberID, clientID: vm.ClientID, clientHost: vm.ClientHost,
 				sessionTimeout:   time.Duration(vm.SessionTimeoutMillis) * time.Millisecond,
-				rebalanceTimeout: time.Duration(vm.RebalanceTimeoutMillis) * time.Millisecond,
+				rebalanceTimeout: time.Duration(rebalanceTimeout) * time.Millisecond,
 				protocolType:     v.ProtocolType, assignment: vm.Assignment}
 			if vm.InstanceID != nil {
 				m.instanceID = *vm.InstanceID
@@ -164,7 +178,13 @@ func (c *Coordinator) Replay(key, value []byte) error {
 			g.members[m.id] = m
 		}
 		if g.members[g.leader] == nil {
+			// No leader (the field is nullable), or one that is not a member: elect one as
+			// remove does. A group with members must have a leader, or its next join phase
+			// completes with none (electJoinedLeader) and no member is asked to assign.
 			g.leader = ""
+			if len(g.members) > 0 {
+				g.leader = slices.Min(slices.Collect(maps.Keys(g.members)))
+			}
 		}
 		if len(g.members) == 0 {
 			g.state = Empty
