@@ -1,12 +1,14 @@
 // Command commitlog is the operator's tool for a commitlog store (a Kafka-style log directory):
 // it produces records from files or standard input, consumes them with kcat-style formats, lists
-// topics with their readers' lag, compaction state and open transactions, compacts topics on
-// demand, dumps segment, index and producer snapshot files as Kafka's kafka-dump-log does, and
-// verifies every segment, index and snapshot of a store without changing anything.
+// topics with their readers' and groups' lag, compaction state and open transactions, lists,
+// describes, deletes and resets consumer groups as Kafka's kafka-consumer-groups does, compacts
+// topics on demand, dumps segment, index and producer snapshot files as Kafka's kafka-dump-log
+// does, and verifies every segment, index and snapshot of a store without changing anything.
 //
 //	commitlog produce --topic T [flags] [FILE...]   records from lines, JSON lines or CSV
 //	commitlog consume --topic T [flags]             records, formatted (%t %p %o %k %s %T %h)
-//	commitlog topics [TOPIC...]                     offsets, open transactions, sizes, segments, compaction, readers' lag
+//	commitlog topics [TOPIC...]                     offsets, open transactions, sizes, segments, compaction, readers' and groups' lag
+//	commitlog groups [describe|delete|reset-offsets]  consumer groups: state, members, positions, lag
 //	commitlog compact [TOPIC...]                    clean compacted topics now (cleanup.policy compact)
 //	commitlog dump [--records] FILE...              batches of .log files, entries of indexes and snapshots
 //	commitlog verify                                every segment, index and snapshot under --dir
@@ -16,9 +18,9 @@
 // parse, an I/O error), 2 a usage error (a bad flag, argument or value); a produce stopped by
 // Ctrl-C exits 130 after saying what it acknowledged. Errors are one line on standard error.
 //
-// The store is held by one process at a time (a directory lock): consume, topics, compact and
-// produce fail with a clear message while another process has it open; verify and dump only read
-// files and run at any time.
+// The store is held by one process at a time (a directory lock): consume, topics, groups, compact
+// and produce fail with a clear message while another process has it open; verify and dump only
+// read files and run at any time.
 package main
 
 import (
@@ -161,7 +163,8 @@ func newRootCommand(g *globals) *cobra.Command {
 partition ("<topic>-<partition>") of .log segments with .index and .timeindex files, a .txnindex
 beside a segment holding an aborted transaction, and producer .snapshot files. A store whose
 producers use transactions has the transaction coordinator's internal logs too, in the folders
-__transaction_state-0 and __consumer_offsets-0.
+__transaction_state-0 and __consumer_offsets-0; consumer groups keep their members and committed
+positions in __consumer_offsets-0 (the groups command shows them).
 
 Exit codes: 0 success, 1 a data problem (damaged files, unknown topic, unparsable input, I/O
 error), 2 a usage error. Errors are one line on standard error.`,
@@ -169,14 +172,14 @@ error), 2 a usage error. Errors are one line on standard error.`,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return usageError("missing command: one of produce, consume, topics, compact, dump, verify")
+			return usageError("missing command: one of produce, consume, topics, groups, compact, dump, verify")
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.PersistentFlags().StringVar(&g.dir, "dir", defaultDir, "the store's directory")
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log informational events of the store (recovery, retention) to standard error")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
-	root.AddCommand(newProduceCommand(g), newConsumeCommand(g), newTopicsCommand(g), newCompactCommand(g), newDumpCommand(g), newVerifyCommand(g))
+	root.AddCommand(newProduceCommand(g), newConsumeCommand(g), newTopicsCommand(g), newGroupsCommand(g), newCompactCommand(g), newDumpCommand(g), newVerifyCommand(g))
 	return root
 }
 

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -15,7 +18,7 @@ import (
 func newTopicsCommand(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "topics [TOPIC...]",
-		Short: "List topics: per partition, offsets, open transactions, size, segments, compaction and each named reader's lag",
+		Short: "List topics: per partition, offsets, open transactions, size, segments, compaction and each named reader's lag; per topic, each group's lag",
 		Long: `List the store's topics (or those named): per partition, the log start offset (the oldest
 record kept), the end offset (the next record's), the last stable offset when it is below the
 end (STABLE: the first offset of the oldest transaction not yet committed or aborted, where a
@@ -25,7 +28,13 @@ the partition's cleaner point (the first offset not yet cleaned) and dirty ratio
 its cleanable bytes at or past the cleaner point, which the background cleaner compares with
 min.cleanable.dirty.ratio), and for each named reader that committed positions in the topic its
 lag: how many records lie between its committed position and the end (offsets a compaction
-removed count too). The store must not be open in another process.`,
+removed count too).
+
+Under a topic's partitions, when consumer groups have committed positions in it, an indented
+line "groups (total lag):" names each such group with its lag summed over the topic's partitions
+it has a position in (the end minus the committed position, 0 for a position at or past the
+end, as 'commitlog groups describe' shows per partition). The store must not be open in another
+process.`,
 		RunE: runE(func(cmd *cobra.Command, args []string) error { return topics(g, args) }),
 	}
 }
@@ -52,6 +61,10 @@ func topics(g *globals, names []string) error {
 		}
 		positions[name] = pos
 	}
+	groupLag, err := groupLags(s)
+	if err != nil {
+		return err
+	}
 	var ts []*commitlog.Topic
 	for _, name := range names {
 		t, err := topicOf(s, name)
@@ -64,10 +77,15 @@ func topics(g *globals, names []string) error {
 		fmt.Fprintf(g.io.err, "no topics in %s\n", s.Dir())
 		return nil
 	}
-	w := tabwriter.NewWriter(g.io.out, 0, 4, 2, ' ', 0)
+	// The table is aligned as a whole, and each topic's line of groups put under its rows after:
+	// a line without cells inside the tabwriter would end its column blocks.
+	var table bytes.Buffer
+	w := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
+	rows := make([]int, len(ts)) // rows[i]: the number of rows of ts[i]
 	fmt.Fprintln(w, "TOPIC\tPARTITION\tSTART\tEND\tSTABLE\tOPEN TXNS\tSIZE\tSEGMENTS\tPOLICY\tCLEANER POINT\tDIRTY RATIO\tREADERS (lag)")
-	for _, t := range ts {
+	for i, t := range ts {
 		policy := t.Config().CleanupPolicy
+		rows[i] = int(t.PartitionCount())
 		for id := range t.PartitionCount() {
 			p, _ := t.Partition(id)
 			end := p.HighWatermark()
@@ -102,5 +120,58 @@ func topics(g *globals, names []string) error {
 				p.Size(), p.SegmentCount(), policy, point, ratio, readerCol)
 		}
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	lines := strings.SplitAfter(table.String(), "\n")
+	out := []string{lines[0]}
+	lines = lines[1:]
+	for i, t := range ts {
+		out = append(out, lines[:rows[i]]...)
+		lines = lines[rows[i]:]
+		if lags := groupLag[t.Name()]; len(lags) > 0 {
+			var b strings.Builder
+			b.WriteString("  groups (total lag):")
+			for _, name := range slices.Sorted(maps.Keys(lags)) {
+				shown := name
+				if name == "" || strings.ContainsAny(name, " \t\n=\"") {
+					shown = strconv.Quote(name) // a group id is any string
+				}
+				fmt.Fprintf(&b, " %s=%d", shown, lags[name])
+			}
+			out = append(out, b.String()+"\n")
+		}
+	}
+	_, err = io.WriteString(g.io.out, strings.Join(out, ""))
+	return err
+}
+
+// groupLags returns, by topic and group, the lag of each consumer group that has committed
+// positions in the topic, summed over its partitions. A store without the groups' log has none
+// (and is not given one).
+func groupLags(s *commitlog.Store) (map[string]map[string]int64, error) {
+	ids, err := groupIDs(s)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]int64{}
+	for _, id := range ids {
+		d, err := s.DescribeGroup(id)
+		if errors.Is(err, commitlog.ErrGroupIDNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range d.Positions {
+			if p.Lag < 0 {
+				continue // a topic the store no longer holds
+			}
+			if out[p.Topic] == nil {
+				out[p.Topic] = map[string]int64{}
+			}
+			out[p.Topic][id] += p.Lag
+		}
+	}
+	return out, nil
 }
