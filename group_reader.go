@@ -246,7 +246,8 @@ func (s *Store) NewGroupReader(cfg GroupReaderConfig) (*GroupReader, error) {
 // ErrGroupMaxSizeReached, ...), and the read errors of Reader.Next.
 func (gr *GroupReader) Next(ctx context.Context) (*Record, error) {
 	gr.mu.Lock()
-	gr.inNext, gr.lastPoll = true, time.Now()
+	// lastPoll is not read while inNext is set: it is stamped on the way out only.
+	gr.inNext = true
 	if gr.pollExpired {
 		gr.pollExpired = false
 		close(gr.resumed)

@@ -156,8 +156,13 @@ func (gr *GroupReader) rebalance(ctx context.Context) error {
 	gr.memberID, gr.generation, gr.protocol = resp.MemberID, resp.Generation, resp.Protocol
 	gr.mu.Unlock()
 	var assignments map[string][]byte
-	if resp.Leader == resp.MemberID && !resp.SkipAssignment {
-		if assignments, err = gr.assign(resp); err != nil {
+	if resp.Leader == resp.MemberID {
+		if resp.SkipAssignment {
+			// A static leader that restarted into a Stable group (KIP-814): the group keeps
+			// its assignment; the leader watches the topics of the members' subscriptions
+			// from now on, as it would have after assigning.
+			gr.watchMetadata(gr.decodeSubscriptions(resp.Members))
+		} else if assignments, err = gr.assign(resp); err != nil {
 			return err
 		}
 	}
@@ -245,26 +250,39 @@ func (gr *GroupReader) assign(resp group.JoinResponse) (map[string][]byte, error
 	if a == nil {
 		return nil, fmt.Errorf("%w: the group chose assignor %q, which this member does not have", ErrInconsistentGroupProtocol, resp.Protocol)
 	}
-	subs := make([]group.Subscription, 0, len(resp.Members))
-	for _, m := range resp.Members {
+	subs := gr.decodeSubscriptions(resp.Members)
+	counts := gr.watchMetadata(subs)
+	out := make(map[string][]byte, len(subs))
+	for id, parts := range a.Assign(counts, subs) {
+		out[id] = group.EncodeAssignment(parts, nil)
+	}
+	return out, nil
+}
+
+// decodeSubscriptions decodes the members' subscriptions of a leader's JoinGroup response. A
+// member whose metadata does not decode subscribes to nothing: Kafka's leader fails the
+// rebalance, here the member gets no partitions rather than stalling the group.
+func (gr *GroupReader) decodeSubscriptions(members []group.JoinMember) []group.Subscription {
+	subs := make([]group.Subscription, 0, len(members))
+	for _, m := range members {
 		s, err := group.DecodeSubscription(m.MemberID, m.InstanceID, m.Metadata)
 		if err != nil {
-			// Kafka's leader fails the rebalance; here the member gets nothing rather than
-			// stalling the group.
 			gr.s.o.logger.Warn("group member's subscription does not decode", "group", gr.cfg.Group, "member", m.MemberID, "err", err)
 			s = group.Subscription{MemberID: m.MemberID, InstanceID: m.InstanceID, Generation: -1}
 		}
 		subs = append(subs, s)
 	}
+	return subs
+}
+
+// watchMetadata returns the partition counts of the topics of subs and remembers them: a change
+// of them makes the leader rejoin (metadataChanged).
+func (gr *GroupReader) watchMetadata(subs []group.Subscription) map[string]int32 {
 	counts := gr.partitionCounts(subs)
-	out := make(map[string][]byte, len(subs))
-	for id, parts := range a.Assign(counts, subs) {
-		out[id] = group.EncodeAssignment(parts, nil)
-	}
 	gr.mu.Lock()
 	gr.metadata = counts
 	gr.mu.Unlock()
-	return out, nil
+	return counts
 }
 
 // partitionCounts returns the partition count of every topic of subs that the store holds.

@@ -192,7 +192,7 @@ func WithTransactionCheckInterval(d time.Duration) Option {
 
 // WithGroupSessionTimeouts sets the bounds of a group member's session timeout (Kafka's broker
 // group.min.session.timeout.ms, 6 s, and group.max.session.timeout.ms, 30 min): a member whose
-// GroupConfig.SessionTimeout lies outside them is refused with ErrInvalidSessionTimeout. Zero
+// GroupReaderConfig.SessionTimeout lies outside them is refused with ErrInvalidSessionTimeout. Zero
 // keeps a bound's default.
 func WithGroupSessionTimeouts(minTimeout, maxTimeout time.Duration) Option {
 	return func(o *options) { o.groupMinSession, o.groupMaxSession = minTimeout, maxTimeout }

@@ -37,8 +37,8 @@ var (
 	ErrGroupMaxSizeReached = group.ErrGroupMaxSizeReached
 	// ErrGroupIDNotFound (GROUP_ID_NOT_FOUND): no group of that id exists.
 	ErrGroupIDNotFound = group.ErrGroupIDNotFound
-	// ErrNonEmptyGroup (NON_EMPTY_GROUP): a group with members cannot be deleted, nor its
-	// positions set from outside it.
+	// ErrNonEmptyGroup (NON_EMPTY_GROUP): a group with members cannot be deleted (a commit from
+	// outside a group with members gets ErrUnknownMemberID, as in Kafka).
 	ErrNonEmptyGroup = group.ErrNonEmptyGroup
 	// ErrInvalidGroupID (INVALID_GROUP_ID): the group id is empty or longer than 32,767 bytes.
 	ErrInvalidGroupID = group.ErrInvalidGroupID
@@ -172,8 +172,9 @@ func (gs groupStorage) Append(ctx context.Context, recs []group.StorageRecord) e
 	return gs.s.txn.offsets.Append(ctx, rs...)
 }
 
-// ListGroups returns the store's consumer groups, ordered by id: those with members and those
-// with committed positions only (Kafka's ListGroups); with states given, those in one of them.
+// ListGroups returns the store's consumer groups, ordered by id (Kafka's ListGroups): those with
+// members, and Empty ones (with committed positions, or emptied and not yet expired or deleted);
+// with states given, those in one of them.
 // Returns ErrClosed after Close.
 func (s *Store) ListGroups(states ...group.State) ([]group.ListedGroup, error) {
 	c, err := s.GroupCoordinator()

@@ -4,7 +4,7 @@
 // record formats, and the assignors members run (range, roundrobin, cooperative-sticky).
 //
 // The store (commitlog.Store) owns one Coordinator and stores its records in its internal log
-// __consumer_offsets-0; its GroupMember drives the protocol for a Go program, and the Kafka
+// __consumer_offsets-0; its GroupReader drives the protocol for a Go program, and the Kafka
 // protocol server hands clients' requests to the same Coordinator.
 //
 // # Protocol

@@ -296,7 +296,10 @@ func (c *Coordinator) replaceStaticMember(g *group, old *member, req JoinRequest
 	c.logger.Info("static member rejoins under a new member id", "group", g.id, "instance", m.instanceID, "old", old.id, "new", newID)
 	switch g.state {
 	case Stable:
-		if !g.supportsProtocols(req.ProtocolType, req.Protocols) || string(old.metadataFor(g.protocol)) != string(m.metadataFor(g.protocol)) {
+		// Kafka rebalances only when the member's protocols would change the group's chosen
+		// protocol; its subscription, owned partitions and generation inside the metadata do
+		// not matter (KIP-345: a restarted static member keeps its assignment).
+		if req.ProtocolType != g.protocolType || g.selectProtocol() != g.protocol {
 			return c.updateMemberAndRebalance(g, m, req)
 		}
 		if err := c.storeGroup(g); err != nil {

@@ -440,19 +440,30 @@ func TestStaticRejoinWhileStableKeepsGenerationAndAssignment(t *testing.T) {
 	require.Equal(t, g1.assign[s1], sresp.Assignment)
 }
 
-// Kafka rebalances a Stable group on a static member's restart only when the group's protocol
-// would change; here a change of the member's metadata of that protocol (its subscription) also
-// rebalances, so that the leader assigns the new subscription.
-func TestStaticRejoinWithChangedSubscriptionRebalances(t *testing.T) {
+// Kafka rebalances a Stable group on a static member's restart only when the group's chosen
+// protocol would change (KIP-345): a restart with another subscription keeps the generation and
+// the member's assignment, and the leader, told of the new metadata (KIP-814), decides whether to
+// rejoin. A restart whose protocols exclude the chosen one rebalances.
+func TestStaticRejoinRebalancesOnlyWhenTheProtocolChanges(t *testing.T) {
 	h := newHarness(t, Config{})
 	g1 := h.form(staticReq("g", "c1", "i1"), staticReq("g", "c2", "i2"))
-	jn := h.join(staticReq("g", "c2", "i2", "orders", "payments"))
-	require.Equal(t, PreparingRebalance, h.state("g"))
-	jn.requireUnanswered()
-	g2 := h.completeJoins(h.join(g1.request["c1"]), jn)
-	require.Equal(t, int32(2), g2.id)
-	require.Equal(t, g1.ids["c1"], g2.leader)
-	require.Contains(t, g2.resps["c1"].Members, JoinMember{MemberID: g2.ids["c2"], InstanceID: "i2", Metadata: subscription("orders", "payments")})
+	resp := h.join(staticReq("g", "c2", "i2", "orders", "payments")).ok()
+	require.Equal(t, Stable, h.state("g"))
+	require.Equal(t, int32(1), resp.Generation)
+	n2 := resp.MemberID
+	sresp, err := h.sync(SyncRequest{Group: "g", MemberID: n2, InstanceID: "i2", Generation: 1}).result()
+	require.NoError(t, err)
+	require.Equal(t, g1.assign[g1.ids["c2"]], sresp.Assignment)
+
+	other := staticReq("g", "c2", "i2")
+	other.Protocols = []Protocol{{Name: "roundrobin", Metadata: subscription("orders")}, {Name: "range", Metadata: subscription("orders")}}
+	jn := h.join(other)
+	require.Equal(t, Stable, h.state("g"), "range is still every member's, and c1 votes for it: no change")
+	_ = jn.ok()
+	both := staticReq("g", "c1", "i1")
+	both.Protocols = other.Protocols
+	h.join(both).requireUnanswered()
+	require.Equal(t, PreparingRebalance, h.state("g"), "both members now prefer roundrobin: the chosen protocol changes")
 }
 
 // A static member's rejoin while Stable is stored; when that fails the old member id stays the
