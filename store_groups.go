@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/commitlog-go/commitlog/group"
@@ -40,7 +41,8 @@ var (
 	// ErrNonEmptyGroup (NON_EMPTY_GROUP): a group with members cannot be deleted (a commit from
 	// outside a group with members gets ErrUnknownMemberID, as in Kafka).
 	ErrNonEmptyGroup = group.ErrNonEmptyGroup
-	// ErrInvalidGroupID (INVALID_GROUP_ID): the group id is empty or longer than 32,767 bytes.
+	// ErrInvalidGroupID (INVALID_GROUP_ID): the group id is empty, longer than 32,767 bytes, or
+	// begins with the NUL-delimited prefix the store keeps readers' transactional positions under.
 	ErrInvalidGroupID = group.ErrInvalidGroupID
 )
 
@@ -54,6 +56,9 @@ func checkGroupID(id string) error {
 	if id == "" || len(id) > maxGroupIDLen {
 		return fmt.Errorf("%w: %d bytes (1 to %d)", ErrInvalidGroupID, len(id), maxGroupIDLen)
 	}
+	if strings.HasPrefix(id, readerGroupPrefix) {
+		return fmt.Errorf("%w: %q begins with the prefix of readers' transactional positions", ErrInvalidGroupID, id)
+	}
 	return nil
 }
 
@@ -65,6 +70,7 @@ func (s *Store) newGroupCoordinator() *group.Coordinator {
 		MaxSessionTimeout:     s.o.groupMaxSession,
 		InitialRebalanceDelay: s.o.groupInitialDelay,
 		MaxSize:               s.o.groupMaxSize,
+		ReservedPrefix:        readerGroupPrefix,
 		Storage:               groupStorage{s},
 		Logger:                s.o.logger,
 	})

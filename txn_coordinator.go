@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,7 +34,7 @@ import (
 //
 // The reader positions a transaction commits (Producer.CommitReaderPositions) go, as Kafka's
 // TxnOffsetCommit does, into the internal log __consumer_offsets-0 as transactional batches of
-// OffsetCommitKey (version 1: group = reader name, topic, partition) and OffsetCommitValue
+// OffsetCommitKey (version 1: group = readerGroupPrefix and the reader name, topic, partition) and OffsetCommitValue
 // (version 3) records; that log is one more partition of the transaction, and its marker decides
 // them. They reach the reader's position file (commitlog-reader-<name>) when the transaction
 // commits, before that log's COMMIT marker is written.
@@ -46,6 +47,12 @@ import (
 // likewise with ABORT markers and no positions. At open, a transaction found in PrepareCommit or
 // PrepareAbort is completed, and one found Ongoing is aborted (its producer fenced by a new
 // epoch), so that no partition keeps a transaction open across a restart.
+
+// readerGroupPrefix begins the group field of the OffsetCommitKey of a reader position in a
+// transaction, before the reader's name: __consumer_offsets-0 is compacted by key, and a consumer
+// group of the reader's name must not share keys with it. Group ids with the prefix are refused
+// (ErrInvalidGroupID).
+const readerGroupPrefix = "\x00commitlog-reader\x00"
 
 // Internal topic names, Kafka's: the coordinator's logs are their partition 0.
 const (
@@ -636,7 +643,7 @@ func (c *txnCoordinator) appendOffsets(ctx context.Context, prod *producerFields
 	now := c.s.o.now().UnixMilli()
 	recs := make([]*Record, 0, len(positions))
 	for _, p := range slices.Sorted(maps.Keys(positions)) {
-		key := (&kmsg.OffsetCommitKey{Version: 1, Group: reader, Topic: topic, Partition: p}).AppendTo(nil)
+		key := (&kmsg.OffsetCommitKey{Version: 1, Group: readerGroupPrefix + reader, Topic: topic, Partition: p}).AppendTo(nil)
 		val := (&kmsg.OffsetCommitValue{Version: 3, Offset: positions[p], LeaderEpoch: -1, CommitTimestamp: now}).AppendTo(nil)
 		recs = append(recs, &Record{Key: key, Value: val})
 	}
@@ -691,13 +698,15 @@ func (c *txnCoordinator) pendingPositions(pid int64) (map[string]map[string]map[
 				if err := v.ReadFrom(r.Value); err != nil {
 					return nil, fmt.Errorf("%w: offset commit value at %d: %w", ErrCorrupt, h.BaseOffset, err)
 				}
-				if out[k.Group] == nil {
-					out[k.Group] = map[string]map[int32]int64{}
+				// Written before the prefix existed, the group field is the bare reader name.
+				reader := strings.TrimPrefix(k.Group, readerGroupPrefix)
+				if out[reader] == nil {
+					out[reader] = map[string]map[int32]int64{}
 				}
-				if out[k.Group][k.Topic] == nil {
-					out[k.Group][k.Topic] = map[int32]int64{}
+				if out[reader][k.Topic] == nil {
+					out[reader][k.Topic] = map[int32]int64{}
 				}
-				out[k.Group][k.Topic][k.Partition] = v.Offset
+				out[reader][k.Topic][k.Partition] = v.Offset
 			}
 		}
 		if off == from {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -40,6 +41,9 @@ type Config struct {
 	InitialRebalanceDelay time.Duration
 	// NewMemberJoinTimeout is how long a new member's first JoinGroup may wait (5 min).
 	NewMemberJoinTimeout time.Duration
+	// ReservedPrefix, when not empty, begins no group id: Join and CommitOffsets refuse such ids
+	// with ErrInvalidGroupID (the store keeps other records under it in the same log).
+	ReservedPrefix string
 	// MaxSize is group.max.size: the most members a group holds; 0 means no limit (Kafka's
 	// default is Integer.MAX_VALUE).
 	MaxSize int
@@ -806,4 +810,15 @@ func sortedPartitions[V any](m map[TopicPartition]V) []TopicPartition {
 	return slices.SortedFunc(maps.Keys(m), func(a, b TopicPartition) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
+}
+
+// checkGroupID refuses an empty group id and one with the reserved prefix.
+func (c *Coordinator) checkGroupID(id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: empty", ErrInvalidGroupID)
+	}
+	if c.cfg.ReservedPrefix != "" && strings.HasPrefix(id, c.cfg.ReservedPrefix) {
+		return fmt.Errorf("%w: %q begins with a reserved prefix", ErrInvalidGroupID, id)
+	}
+	return nil
 }

@@ -84,8 +84,8 @@ type joinResult struct {
 //   - ErrFencedInstanceID for a static member whose instance id another member took;
 //   - ErrRebalanceInProgress is never returned by Join.
 func (c *Coordinator) Join(ctx context.Context, req JoinRequest) (JoinResponse, error) {
-	if req.Group == "" {
-		return JoinResponse{}, fmt.Errorf("%w: empty", ErrInvalidGroupID)
+	if err := c.checkGroupID(req.Group); err != nil {
+		return JoinResponse{}, err
 	}
 	if req.SessionTimeout < c.cfg.MinSessionTimeout || req.SessionTimeout > c.cfg.MaxSessionTimeout {
 		return JoinResponse{}, fmt.Errorf("%w: %v not within [%v, %v]", ErrInvalidSessionTimeout,

@@ -31,8 +31,8 @@ type CommitRequest struct {
 // In the join phase a member of the current generation may commit (it is finishing its
 // partitions before it rejoins).
 func (c *Coordinator) CommitOffsets(ctx context.Context, req CommitRequest) error {
-	if req.Group == "" {
-		return fmt.Errorf("%w: empty", ErrInvalidGroupID)
+	if err := c.checkGroupID(req.Group); err != nil {
+		return err
 	}
 	g, err := c.lockGroup(req.Group, req.Generation < 0,
 		fmt.Errorf("%w: group %s does not exist, and generation %d is not -1", ErrIllegalGeneration, req.Group, req.Generation))
