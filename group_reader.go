@@ -291,41 +291,64 @@ func (gr *GroupReader) Records(ctx context.Context) iter.Seq2[*Record, error] {
 }
 
 // poll returns a record of the partitions read, taking each topic in turn; or, when none has
-// one, the channels that signal a change: appends to the topics read, a seek, an event.
+// one, the channels that signal a change: appends to the topics read, a seek, an event. The
+// readers fetch and decode without mu, so that the background goroutine, which needs mu to
+// heartbeat, is never held up by a fetch; only Next's goroutine changes the readers, except for
+// a loss or Close, which drop them all: a record fetched from a reader dropped meanwhile is
+// discarded.
 func (gr *GroupReader) poll() (*Record, []<-chan struct{}, error) {
 	gr.mu.Lock()
-	defer gr.mu.Unlock()
 	if gr.closed {
+		gr.mu.Unlock()
 		return nil, nil, ErrClosed
 	}
 	if gr.err != nil && len(gr.events) == 0 {
-		return nil, nil, gr.err
+		err := gr.err
+		gr.mu.Unlock()
+		return nil, nil, err
 	}
 	waits := []<-chan struct{}{gr.wake}
-	n := len(gr.topics)
+	topics, cursor := slices.Clone(gr.topics), gr.cursor
+	readers := make([]*Reader, len(topics))
+	for i, t := range topics {
+		readers[i] = gr.readers[t]
+	}
+	gr.mu.Unlock()
+	n := len(topics)
 	for i := range n {
-		idx := (gr.cursor + i) % n
-		t := gr.topics[idx]
-		r := gr.readers[t]
+		idx := (cursor + i) % n
+		t, r := topics[idx], readers[idx]
 		// Take the wake-up channel before looking, so that an append between the look and
 		// the wait is never missed.
 		waits = append(waits, r.topic.appendedChan())
 		rec, moved, err := r.poll()
+		gr.mu.Lock()
+		if gr.readers[t] != r {
+			// Dropped while it fetched (the member lost its partitions or closed): waits[0]
+			// is closed by then, so Next looks again.
+			gr.mu.Unlock()
+			return nil, waits[:1], nil
+		}
 		if errors.Is(err, ErrClosed) && !r.closed {
 			// The topic was deleted (or the store is closing): stop reading it; the next
 			// heartbeat sees the metadata change and the group rebalances.
 			gr.dropTopicLocked(t)
 			gr.nudgeLocked()
-			return nil, []<-chan struct{}{gr.wake}, nil
+			wake := gr.wake
+			gr.mu.Unlock()
+			return nil, []<-chan struct{}{wake}, nil
 		}
 		if err != nil {
+			gr.mu.Unlock()
 			return nil, nil, err
 		}
 		waits = append(waits, moved)
 		if rec != nil {
 			gr.cursor = (idx + 1) % n
+			gr.mu.Unlock()
 			return rec, nil, nil
 		}
+		gr.mu.Unlock()
 	}
 	return nil, waits, nil
 }
