@@ -269,6 +269,9 @@ func (gr *GroupReader) Next(ctx context.Context) (*Record, error) {
 		if rec != nil || err != nil {
 			return rec, err
 		}
+		if waits == nil {
+			continue // events to handle
+		}
 		cases := make([]reflect.SelectCase, 0, len(waits)+3)
 		cases = append(cases,
 			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
@@ -299,58 +302,83 @@ func (gr *GroupReader) Records(ctx context.Context) iter.Seq2[*Record, error] {
 }
 
 // poll returns a record of the partitions read, taking each topic in turn; or, when none has
-// one, the channels that signal a change: appends to the topics read, a seek, an event.
+// one, the channels that signal a change: appends to the topics read, a seek, an event. nil
+// channels and no record mean that events are waiting (Next runs the listener and looks again).
 func (gr *GroupReader) poll() (*Record, []<-chan struct{}, error) {
-	gr.mu.Lock()
-	defer gr.mu.Unlock()
-	if gr.closed {
-		return nil, nil, ErrClosed
-	}
-	if gr.err != nil && len(gr.events) == 0 {
-		return nil, nil, gr.err
-	}
 	for {
 		rec, again, err := gr.pollOnce(nil)
-		if rec != nil || err != nil {
+		if rec != nil || err != nil || again {
 			return rec, nil, err
-		}
-		if again {
-			continue
 		}
 		// Nothing: take the wake-up channels, then look again, so that an append between the
 		// look and the wait is never missed.
-		waits := []<-chan struct{}{gr.wake}
+		var waits []<-chan struct{}
 		rec, again, err = gr.pollOnce(&waits)
-		if rec != nil || err != nil {
+		if rec != nil || err != nil || again {
 			return rec, nil, err
 		}
-		if !again {
-			return nil, waits, nil
-		}
+		return nil, waits, nil
 	}
 }
 
 // pollOnce looks for a record in each topic read, in turn from the cursor; with waits, it
-// appends each topic's append and seek channels, taken before looking. again says that a topic
-// was dropped (deleted) and the look must be made anew. Callers hold mu.
+// appends the event channel and each topic's append and seek channels, taken before looking.
+// again says that Next must handle events and look anew: events are queued, or a reader was
+// dropped (its topic deleted, or the member lost its partitions) while it fetched.
+//
+// The readers fetch and decode without mu, so that the background goroutine, which needs mu to
+// heartbeat, is never held up by a fetch. Only Next's goroutine changes the readers, but for a
+// loss or Close, which drop them all: a record fetched from a reader dropped meanwhile is
+// discarded, never returned.
 func (gr *GroupReader) pollOnce(waits *[]<-chan struct{}) (rec *Record, again bool, err error) {
-	n := len(gr.topics)
+	gr.mu.Lock()
+	if gr.closed {
+		gr.mu.Unlock()
+		return nil, false, ErrClosed
+	}
+	if len(gr.events) > 0 {
+		gr.mu.Unlock()
+		return nil, true, nil
+	}
+	if gr.err != nil {
+		err := gr.err
+		gr.mu.Unlock()
+		return nil, false, err
+	}
+	if waits != nil {
+		*waits = append(*waits, gr.wake)
+	}
+	var tbuf [4]string
+	var rbuf [4]*Reader
+	topics, readers, cursor := append(tbuf[:0], gr.topics...), rbuf[:0], gr.cursor
+	for _, t := range topics {
+		readers = append(readers, gr.readers[t])
+	}
+	gr.mu.Unlock()
+	n := len(topics)
 	for i := range n {
-		idx := (gr.cursor + i) % n
-		t := gr.topics[idx]
-		r := gr.readers[t]
+		idx := (cursor + i) % n
+		t, r := topics[idx], readers[idx]
 		if waits != nil {
 			*waits = append(*waits, r.topic.appendedChan())
 		}
 		rec, moved, err := r.poll()
+		gr.mu.Lock()
+		if gr.readers[t] != r {
+			// Dropped while it fetched: the loss queued its event.
+			gr.mu.Unlock()
+			return nil, true, nil
+		}
 		if errors.Is(err, ErrClosed) && !r.closed {
 			// The topic was deleted (or the store is closing): stop reading it; the next
 			// heartbeat sees the metadata change and the group rebalances.
 			gr.dropTopicLocked(t)
 			gr.nudgeLocked()
+			gr.mu.Unlock()
 			return nil, true, nil
 		}
 		if err != nil {
+			gr.mu.Unlock()
 			return nil, false, err
 		}
 		if waits != nil {
@@ -358,8 +386,10 @@ func (gr *GroupReader) pollOnce(waits *[]<-chan struct{}) (rec *Record, again bo
 		}
 		if rec != nil {
 			gr.cursor = (idx + 1) % n
+			gr.mu.Unlock()
 			return rec, false, nil
 		}
+		gr.mu.Unlock()
 	}
 	return nil, false, nil
 }
