@@ -205,6 +205,23 @@ func newMemberID(prefix string) string {
 	return prefix + "-" + h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
+// allGroups returns the coordinator's groups, to be locked one at a time.
+func (c *Coordinator) allGroups() []*group {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Collect(maps.Values(c.groups))
+}
+
+// offsetTombstones returns the tombstones of group's offsets of tps, ordered by topic and
+// partition.
+func offsetTombstones(group string, tps []TopicPartition) []StorageRecord {
+	recs := make([]StorageRecord, 0, len(tps)+1)
+	for _, tp := range sortedPartitions(sliceSet(tps)) {
+		recs = append(recs, StorageRecord{Key: offsetKey(group, tp)})
+	}
+	return recs
+}
+
 // getGroup returns the group of id, creating an empty one when create is set; nil when there is
 // none. ErrCoordinatorNotAvailable once closed.
 func (c *Coordinator) getGroup(id string, create bool) (*group, error) {
@@ -669,9 +686,7 @@ type ListedGroup struct {
 // ListGroups returns every group (with members or committed offsets), ordered by id; with
 // states given, only the groups in one of them (KIP-518).
 func (c *Coordinator) ListGroups(states ...State) []ListedGroup {
-	c.mu.Lock()
-	gs := slices.Collect(maps.Values(c.groups))
-	c.mu.Unlock()
+	gs := c.allGroups()
 	var out []ListedGroup
 	for _, g := range gs {
 		g.mu.Lock()
@@ -750,11 +765,7 @@ func (c *Coordinator) DeleteGroup(ctx context.Context, id string) error {
 		return fmt.Errorf("%w: group %s is %s with %d members", ErrNonEmptyGroup, id, g.state, len(g.members))
 	}
 	if c.cfg.Storage != nil {
-		recs := make([]StorageRecord, 0, len(g.offsets)+1)
-		for _, tp := range sortedPartitions(g.offsets) {
-			recs = append(recs, StorageRecord{Key: offsetKey(g.id, tp)})
-		}
-		recs = append(recs, StorageRecord{Key: groupKey(g.id)})
+		recs := append(offsetTombstones(g.id, slices.Collect(maps.Keys(g.offsets))), StorageRecord{Key: groupKey(g.id)})
 		if err := c.cfg.Storage.Append(ctx, recs); err != nil {
 			return fmt.Errorf("group %s: delete: %w", id, err)
 		}

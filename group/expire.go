@@ -18,12 +18,7 @@ const DefaultOffsetsRetention = 7 * 24 * time.Hour
 // commit. Offsets of a group in a rebalance are kept. An Empty group left without offsets is
 // deleted. Tombstones are stored first. It returns how many offsets it removed.
 func (c *Coordinator) ExpireOffsets(ctx context.Context, now time.Time, retention time.Duration) (int, error) {
-	c.mu.Lock()
-	gs := make([]*group, 0, len(c.groups))
-	for _, g := range c.groups {
-		gs = append(gs, g)
-	}
-	c.mu.Unlock()
+	gs := c.allGroups()
 	n := 0
 	for _, g := range gs {
 		removed, err := c.expireGroupOffsets(ctx, g, now, retention)
@@ -68,10 +63,7 @@ func (c *Coordinator) expireGroupOffsets(ctx context.Context, g *group, now time
 		return 0, nil
 	}
 	if c.cfg.Storage != nil {
-		recs := make([]StorageRecord, 0, len(expired)+1)
-		for _, tp := range sortedPartitions(sliceSet(expired)) {
-			recs = append(recs, StorageRecord{Key: offsetKey(g.id, tp)})
-		}
+		recs := offsetTombstones(g.id, expired)
 		if deleteGroup {
 			recs = append(recs, StorageRecord{Key: groupKey(g.id)})
 		}

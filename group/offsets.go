@@ -132,11 +132,7 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, group string, partition
 		}
 	}
 	if c.cfg.Storage != nil && len(del) > 0 {
-		recs := make([]StorageRecord, 0, len(del))
-		for _, tp := range del {
-			recs = append(recs, StorageRecord{Key: offsetKey(g.id, tp)})
-		}
-		if err := c.cfg.Storage.Append(ctx, recs); err != nil {
+		if err := c.cfg.Storage.Append(ctx, offsetTombstones(g.id, del)); err != nil {
 			return nil, fmt.Errorf("%w: group %s: delete not stored: %w", ErrCoordinatorNotAvailable, g.id, err)
 		}
 	}
@@ -181,12 +177,7 @@ func (g *group) subscribedTopics() map[string]struct{} {
 // DeleteTopicOffsets removes every group's committed offsets of topic (tombstones stored first),
 // as Kafka's coordinator does when a topic is deleted (GroupMetadataManager.onPartitionsDeleted).
 func (c *Coordinator) DeleteTopicOffsets(ctx context.Context, topic string) error {
-	c.mu.Lock()
-	gs := make([]*group, 0, len(c.groups))
-	for _, g := range c.groups {
-		gs = append(gs, g)
-	}
-	c.mu.Unlock()
+	gs := c.allGroups()
 	for _, g := range gs {
 		g.mu.Lock()
 		var del []TopicPartition
@@ -197,11 +188,7 @@ func (c *Coordinator) DeleteTopicOffsets(ctx context.Context, topic string) erro
 		}
 		var err error
 		if len(del) > 0 && c.cfg.Storage != nil {
-			recs := make([]StorageRecord, 0, len(del))
-			for _, tp := range sortedPartitions(sliceSet(del)) {
-				recs = append(recs, StorageRecord{Key: offsetKey(g.id, tp)})
-			}
-			err = c.cfg.Storage.Append(ctx, recs)
+			err = c.cfg.Storage.Append(ctx, offsetTombstones(g.id, del))
 		}
 		if err == nil {
 			for _, tp := range del {

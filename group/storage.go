@@ -201,12 +201,7 @@ func (c *Coordinator) Replay(key, value []byte) error {
 // when it loads a group: a member that does not heartbeat within its session timeout is removed
 // and the group rebalances; a static member that rejoins in time keeps its assignment.
 func (c *Coordinator) Start() {
-	c.mu.Lock()
-	gs := make([]*group, 0, len(c.groups))
-	for _, g := range c.groups {
-		gs = append(gs, g)
-	}
-	c.mu.Unlock()
+	gs := c.allGroups()
 	for _, g := range gs {
 		g.mu.Lock()
 		for _, m := range g.members {
