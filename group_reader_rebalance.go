@@ -276,11 +276,20 @@ func (gr *GroupReader) decodeSubscriptions(members []group.JoinMember) []group.S
 }
 
 // watchMetadata returns the partition counts of the topics of subs and remembers them: a change
-// of them makes the leader rejoin (metadataChanged).
+// of them makes the leader rejoin (metadataChanged). A subscribed topic the store does not hold
+// is remembered with 0 partitions, so that its creation makes the leader rejoin and assign it.
 func (gr *GroupReader) watchMetadata(subs []group.Subscription) map[string]int32 {
 	counts := gr.partitionCounts(subs)
+	watched := maps.Clone(counts)
+	for _, s := range subs {
+		for _, t := range s.Topics {
+			if _, ok := watched[t]; !ok {
+				watched[t] = 0
+			}
+		}
+	}
 	gr.mu.Lock()
-	gr.metadata = counts
+	gr.metadata = watched
 	gr.mu.Unlock()
 	return counts
 }
@@ -303,7 +312,7 @@ func (gr *GroupReader) partitionCounts(subs []group.Subscription) map[string]int
 
 // metadataChanged reports whether the member must rejoin for a change of the store's topics: a
 // pattern subscription matches other topics, or, for the leader, a topic it assigned changed
-// its partition count or went away.
+// its partition count, went away, or (subscribed to before it existed) was created.
 func (gr *GroupReader) metadataChanged() bool {
 	topics := gr.subscription()
 	gr.mu.Lock()
@@ -313,8 +322,11 @@ func (gr *GroupReader) metadataChanged() bool {
 		return true
 	}
 	for t, n := range metadata {
-		tp, err := gr.s.Topic(t)
-		if err != nil || tp.PartitionCount() != n {
+		var now int32
+		if tp, err := gr.s.Topic(t); err == nil {
+			now = tp.PartitionCount()
+		}
+		if now != n {
 			return true
 		}
 	}
