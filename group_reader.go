@@ -98,8 +98,8 @@ type GroupReaderConfig struct {
 // GroupReader is a member of a consumer group: it reads the partitions the group assigns it,
 // from the group's committed positions, and its Commit moves them. Kafka's KafkaConsumer with
 // subscribe: a background goroutine joins the group, heartbeats and follows rebalances; Next
-// hands out records and runs the rebalance listener. Use one per goroutine that processes
-// records; Commit, Assignment, Positions and Close may be called from any goroutine.
+// hands out records and runs the rebalance listener. Call Next (and Records) from one goroutine
+// only, as Kafka's consumer is used from one thread: it runs the listener in order; Commit, Assignment, Positions and Close may be called from any goroutine.
 //
 // A partition is read by one member at a time within a generation; across a rebalance a member
 // that lost its membership (a zombie) may still return the records it had fetched, but its
@@ -141,8 +141,12 @@ type GroupReader struct {
 	closed     bool
 	done       chan struct{} // closed by Close
 	nudge      chan struct{} // asks the background goroutine to heartbeat now
-	cancel     context.CancelFunc
-	bgDone     chan struct{}
+	// rejoin asks the background goroutine to join again at its next heartbeat: a topic the
+	// member read was deleted (and may be created again with the same partition count, which no
+	// metadata check tells apart).
+	rejoin bool
+	cancel context.CancelFunc
+	bgDone chan struct{}
 }
 
 type groupEventKind int8
@@ -370,10 +374,11 @@ func (gr *GroupReader) pollOnce(waits *[]<-chan struct{}) (rec *Record, again bo
 			return nil, true, nil
 		}
 		if errors.Is(err, ErrClosed) && !r.closed {
-			// The topic was deleted (or the store is closing): stop reading it; the next
-			// heartbeat sees the metadata change and the group rebalances.
+			// The topic was deleted (or the store is closing): its partitions are lost (their
+			// positions went with it) and the member joins again, so that a topic created
+			// again under the name is assigned anew.
 			gr.dropTopicLocked(t)
-			gr.nudgeLocked()
+			gr.dropDeletedTopicLocked(t)
 			gr.mu.Unlock()
 			return nil, true, nil
 		}
@@ -402,6 +407,24 @@ func (gr *GroupReader) dropTopicLocked(t string) {
 		gr.topics = slices.DeleteFunc(gr.topics, func(s string) bool { return s == t })
 		gr.cursor = 0
 	}
+}
+
+// dropDeletedTopicLocked takes the partitions of deleted topic t out of the member's
+// assignment, runs OnLost with them, and asks for a rejoin. Callers hold mu.
+func (gr *GroupReader) dropDeletedTopicLocked(t string) {
+	var lost []TopicPartition
+	for tp := range gr.assigned {
+		if tp.Topic == t {
+			lost = append(lost, tp)
+			delete(gr.assigned, tp)
+		}
+	}
+	if len(lost) > 0 {
+		slices.SortFunc(lost, compareTP)
+		gr.postLocked(groupEvent{kind: eventLost, parts: lost})
+	}
+	gr.rejoin = true
+	gr.nudgeLocked()
 }
 
 func (gr *GroupReader) nudgeLocked() {

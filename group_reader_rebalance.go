@@ -383,7 +383,7 @@ func (gr *GroupReader) heartbeatUntilRebalance(ctx context.Context) error {
 				return nil
 			}
 		}
-		if gr.metadataChanged() {
+		if gr.takeRejoin() || gr.metadataChanged() {
 			return nil
 		}
 		err := gr.heartbeat()
@@ -424,4 +424,13 @@ func (gr *GroupReader) checkPollInterval() chan struct{} {
 	gr.pollExpired = true
 	gr.resumed = make(chan struct{})
 	return gr.resumed
+}
+
+// takeRejoin reports, and clears, a rejoin Next asked for.
+func (gr *GroupReader) takeRejoin() bool {
+	gr.mu.Lock()
+	defer gr.mu.Unlock()
+	r := gr.rejoin
+	gr.rejoin = false
+	return r
 }
