@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/commitlog-go/commitlog/internal/recordbatch"
 	"github.com/commitlog-go/commitlog/internal/segment"
 )
 
@@ -267,4 +268,42 @@ func (l *Log) putReadBuf(b *[]byte) {
 		*b = (*b)[:0]
 		l.readBufs.Put(b)
 	}
+}
+
+// eachBatch calls fn with each batch of the log from the one holding offset from up to the log
+// end offset, in order, its header parsed, reading DefaultReaderMaxBytes at a time: the walk of a
+// whole log's batches (the coordinators' loads and read-backs of their internal logs). The batch
+// bytes are valid only during the call. It stops at fn's first error and returns it; ErrCorrupt
+// when a read hands back bytes that hold no whole batch; ReadBatches' errors.
+func (l *Log) eachBatch(from int64, fn func(h recordbatch.Header, batch []byte) error) error {
+	var buf []byte
+	for off := from; off < l.LogEndOffset(); {
+		var err error
+		buf, err = l.ReadBatches(buf[:0], off, DefaultReaderMaxBytes)
+		if err != nil {
+			return fmt.Errorf("%s at %d: %w", l.Dir(), off, err)
+		}
+		if len(buf) == 0 {
+			return nil
+		}
+		start := off
+		for rest := buf; len(rest) >= recordbatch.HeaderSize; {
+			h, err := recordbatch.ParseHeader(rest, 0)
+			if err != nil || h.Size() > len(rest) {
+				break
+			}
+			batch := rest[:h.Size()]
+			rest = rest[h.Size():]
+			off = h.NextOffset()
+			if err := fn(h, batch); err != nil {
+				return err
+			}
+		}
+		if off == start {
+			// ReadBatches hands back whole, checked batches: none taken means bytes no batch
+			// header describes, which reading again would not change.
+			return fmt.Errorf("%w: %s at %d holds no whole batch", ErrCorrupt, l.Dir(), off)
+		}
+	}
+	return nil
 }

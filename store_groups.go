@@ -121,46 +121,26 @@ func (s *Store) groupCoordinatorLocked() (*group.Coordinator, error) {
 // apply refuses is logged with warn and skipped: a group then resumes from an earlier commit of
 // the partition, or from its reset policy, reading again rather than losing records.
 func replayGroups(l *Log, apply func(key, value []byte) error, warn func(string, ...any)) (int, error) {
-	off, n := l.LogStartOffset(), 0
-	var buf []byte
+	n := 0
 	var recs []*Record
-	for off < l.LogEndOffset() {
+	err := l.eachBatch(l.LogStartOffset(), func(h recordbatch.Header, batch []byte) error {
+		if h.Attributes.Transactional() || h.Attributes.Control() {
+			return nil
+		}
 		var err error
-		buf, err = l.ReadBatches(buf[:0], off, 1<<20)
-		if err != nil {
-			return n, err
+		if recs, err = DecodeRecords(recs[:0], batch, 0, 0); err != nil {
+			return fmt.Errorf("%s: %w", l.Dir(), err)
 		}
-		if len(buf) == 0 {
-			break
-		}
-		for rest := buf; len(rest) >= recordbatch.HeaderSize; {
-			h, err := recordbatch.ParseHeader(rest, 0)
-			if err == nil && h.Size() > len(rest) {
-				err = recordbatch.ErrShort
-			}
-			if err != nil {
-				return n, fmt.Errorf("%w: %s at offset %d: %w", ErrCorrupt, l.Dir(), off, err)
-			}
-			batch := rest[:h.Size()]
-			rest = rest[h.Size():]
-			off = h.NextOffset()
-			if h.Attributes.Transactional() || h.Attributes.Control() {
+		for _, r := range recs {
+			if err := apply(r.Key, r.Value); err != nil {
+				warn("consumer offsets record skipped", "offset", r.Offset, "err", err)
 				continue
 			}
-			recs, err = DecodeRecords(recs[:0], batch, 0, 0)
-			if err != nil {
-				return n, fmt.Errorf("%s: %w", l.Dir(), err)
-			}
-			for _, r := range recs {
-				if err := apply(r.Key, r.Value); err != nil {
-					warn("consumer offsets record skipped", "offset", r.Offset, "err", err)
-					continue
-				}
-				n++
-			}
+			n++
 		}
-	}
-	return n, nil
+		return nil
+	})
+	return n, err
 }
 
 // groupStorage stores the group coordinator's records in __consumer_offsets-0.

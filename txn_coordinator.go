@@ -663,57 +663,37 @@ func (c *txnCoordinator) pendingPositions(pid int64) (map[string]map[string]map[
 		return nil, nil
 	}
 	out := map[string]map[string]map[int32]int64{}
-	var buf []byte
-	for off, end := e.CurrentTxnFirstOffset, c.offsets.LogEndOffset(); off < end; {
-		var err error
-		buf, err = c.offsets.ReadBatches(buf[:0], off, DefaultReaderMaxBytes)
+	err := c.offsets.eachBatch(e.CurrentTxnFirstOffset, func(h recordbatch.Header, b []byte) error {
+		if h.ProducerID != pid || h.Attributes.Control() || !h.Attributes.Transactional() {
+			return nil
+		}
+		batch, err := recordbatch.Decode(b, recordbatch.Limits{MaxBatchSize: len(b), MaxDecompressedSize: c.offsets.cfg.readDecompressLimit()})
 		if err != nil {
-			return nil, fmt.Errorf("commitlog: read the consumer offsets log at %d: %w", off, err)
+			return fmt.Errorf("commitlog: the consumer offsets log at %d: %w", h.BaseOffset, err)
 		}
-		if len(buf) == 0 {
-			break
+		for r := range batch.Records() {
+			var k kmsg.OffsetCommitKey
+			var v kmsg.OffsetCommitValue
+			if err := k.ReadFrom(r.Key); err != nil {
+				return fmt.Errorf("%w: offset commit key at %d: %w", ErrCorrupt, h.BaseOffset, err)
+			}
+			if err := v.ReadFrom(r.Value); err != nil {
+				return fmt.Errorf("%w: offset commit value at %d: %w", ErrCorrupt, h.BaseOffset, err)
+			}
+			// Written before the prefix existed, the group field is the bare reader name.
+			reader := strings.TrimPrefix(k.Group, readerGroupPrefix)
+			if out[reader] == nil {
+				out[reader] = map[string]map[int32]int64{}
+			}
+			if out[reader][k.Topic] == nil {
+				out[reader][k.Topic] = map[int32]int64{}
+			}
+			out[reader][k.Topic][k.Partition] = v.Offset
 		}
-		from := off
-		for rest := buf; len(rest) >= recordbatch.HeaderSize; {
-			h, err := recordbatch.ParseHeader(rest, 0)
-			if err != nil || h.Size() > len(rest) {
-				break
-			}
-			b := rest[:h.Size()]
-			rest = rest[h.Size():]
-			off = h.NextOffset()
-			if h.ProducerID != pid || h.Attributes.Control() || !h.Attributes.Transactional() {
-				continue
-			}
-			batch, err := recordbatch.Decode(b, recordbatch.Limits{MaxBatchSize: len(b), MaxDecompressedSize: c.offsets.cfg.readDecompressLimit()})
-			if err != nil {
-				return nil, fmt.Errorf("commitlog: the consumer offsets log at %d: %w", h.BaseOffset, err)
-			}
-			for r := range batch.Records() {
-				var k kmsg.OffsetCommitKey
-				var v kmsg.OffsetCommitValue
-				if err := k.ReadFrom(r.Key); err != nil {
-					return nil, fmt.Errorf("%w: offset commit key at %d: %w", ErrCorrupt, h.BaseOffset, err)
-				}
-				if err := v.ReadFrom(r.Value); err != nil {
-					return nil, fmt.Errorf("%w: offset commit value at %d: %w", ErrCorrupt, h.BaseOffset, err)
-				}
-				// Written before the prefix existed, the group field is the bare reader name.
-				reader := strings.TrimPrefix(k.Group, readerGroupPrefix)
-				if out[reader] == nil {
-					out[reader] = map[string]map[int32]int64{}
-				}
-				if out[reader][k.Topic] == nil {
-					out[reader][k.Topic] = map[int32]int64{}
-				}
-				out[reader][k.Topic][k.Partition] = v.Offset
-			}
-		}
-		if off == from {
-			// ReadBatches hands back whole, checked batches: none taken means bytes no batch
-			// header describes, which reading again would not change.
-			return nil, fmt.Errorf("%w: the consumer offsets log at %d holds no whole batch", ErrCorrupt, off)
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("commitlog: read back transactional reader positions: %w", err)
 	}
 	return out, nil
 }
