@@ -173,7 +173,7 @@ type groupEvent struct {
 // itself (ErrInvalidSessionTimeout, ErrInconsistentGroupProtocol, ErrGroupMaxSizeReached) come
 // from Next.
 func (s *Store) NewGroupReader(cfg GroupReaderConfig) (*GroupReader, error) {
-	if err := checkGroupID(cfg.Group); err != nil {
+	if err := s.groups.CheckGroupID(cfg.Group); err != nil {
 		return nil, err
 	}
 	if (len(cfg.Topics) == 0) == (cfg.TopicPattern == nil) {

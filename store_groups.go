@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/commitlog-go/commitlog/group"
@@ -48,19 +47,6 @@ var (
 
 // TopicPartition names one partition of one topic.
 type TopicPartition = group.TopicPartition
-
-// maxGroupIDLen is the longest group id: Kafka's protocol strings carry an int16 length.
-const maxGroupIDLen = 1<<15 - 1
-
-func checkGroupID(id string) error {
-	if id == "" || len(id) > maxGroupIDLen {
-		return fmt.Errorf("%w: %d bytes (1 to %d)", ErrInvalidGroupID, len(id), maxGroupIDLen)
-	}
-	if strings.HasPrefix(id, readerGroupPrefix) {
-		return fmt.Errorf("%w: %q begins with the prefix of readers' transactional positions", ErrInvalidGroupID, id)
-	}
-	return nil
-}
 
 // newGroupCoordinator returns the store's group coordinator, its state not yet loaded (see
 // GroupCoordinator).
@@ -295,7 +281,7 @@ func (s *Store) DeleteGroup(ctx context.Context, id string) error {
 // for a partition the store does not hold, ErrInvalidGroupID, ErrUnknownMemberID while the group
 // has members (Kafka refuses such commits then), ErrClosed after Close.
 func (s *Store) SetGroupPositions(ctx context.Context, id string, positions map[TopicPartition]int64) error {
-	if err := checkGroupID(id); err != nil {
+	if err := s.groups.CheckGroupID(id); err != nil {
 		return err
 	}
 	offsets := make(map[TopicPartition]group.OffsetAndMetadata, len(positions))

@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,4 +77,34 @@ func TestDeleteTopicRemovesGroupPositions(t *testing.T) {
 		CommitTime: d.Positions[0].CommitTime, HighWatermark: 3, Lag: 2}}, d.Positions)
 	err = s.SetGroupPositions(ctx, "g", map[TopicPartition]int64{{Topic: "a", Partition: 0}: 1})
 	require.ErrorIs(t, err, ErrUnknownTopic)
+}
+
+func TestGroupIDRule(t *testing.T) {
+	s := openGroupStore(t, fsys.NewMemory(), "store")
+	defer s.Close()
+	fillGroupTopic(t, s, "events", 1, 1)
+	for _, tc := range []struct {
+		name string
+		id   string
+		ok   bool
+	}{
+		{"empty", "", false},
+		{"longest", strings.Repeat("g", group.MaxGroupIDLen), true},
+		{"too long", strings.Repeat("g", group.MaxGroupIDLen+1), false},
+		{"the readers' transactional prefix", readerGroupPrefix + "x", false},
+		{"other bytes", "\x00odd", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := s.SetGroupPositions(context.Background(), tc.id, map[TopicPartition]int64{{Topic: "events", Partition: 0}: 1})
+			gr, rerr := s.NewGroupReader(fastGroup(tc.id, "events"))
+			if tc.ok {
+				require.NoError(t, err)
+				require.NoError(t, rerr)
+				require.NoError(t, gr.Close())
+				return
+			}
+			require.ErrorIs(t, err, ErrInvalidGroupID)
+			require.ErrorIs(t, rerr, ErrInvalidGroupID)
+		})
+	}
 }

@@ -823,10 +823,15 @@ func sortedPartitions[V any](m map[TopicPartition]V) []TopicPartition {
 	})
 }
 
-// checkGroupID refuses an empty group id and one with the reserved prefix.
-func (c *Coordinator) checkGroupID(id string) error {
-	if id == "" {
-		return fmt.Errorf("%w: empty", ErrInvalidGroupID)
+// MaxGroupIDLen is the longest group id: Kafka's protocol strings carry an int16 length.
+const MaxGroupIDLen = 1<<15 - 1
+
+// CheckGroupID returns ErrInvalidGroupID for an id the coordinator refuses: empty, longer than
+// MaxGroupIDLen bytes, or beginning with the configured reserved prefix. Join and CommitOffsets
+// apply it; callers may check an id before a request.
+func (c *Coordinator) CheckGroupID(id string) error {
+	if id == "" || len(id) > MaxGroupIDLen {
+		return fmt.Errorf("%w: %d bytes (1 to %d)", ErrInvalidGroupID, len(id), MaxGroupIDLen)
 	}
 	if c.cfg.ReservedPrefix != "" && strings.HasPrefix(id, c.cfg.ReservedPrefix) {
 		return fmt.Errorf("%w: %q begins with a reserved prefix", ErrInvalidGroupID, id)

@@ -84,7 +84,7 @@ type joinResult struct {
 //   - ErrFencedInstanceID for a static member whose instance id another member took;
 //   - ErrRebalanceInProgress is never returned by Join.
 func (c *Coordinator) Join(ctx context.Context, req JoinRequest) (JoinResponse, error) {
-	if err := c.checkGroupID(req.Group); err != nil {
+	if err := c.CheckGroupID(req.Group); err != nil {
 		return JoinResponse{}, err
 	}
 	if req.SessionTimeout < c.cfg.MinSessionTimeout || req.SessionTimeout > c.cfg.MaxSessionTimeout {

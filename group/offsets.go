@@ -31,7 +31,7 @@ type CommitRequest struct {
 // In the join phase a member of the current generation may commit (it is finishing its
 // partitions before it rejoins).
 func (c *Coordinator) CommitOffsets(ctx context.Context, req CommitRequest) error {
-	if err := c.checkGroupID(req.Group); err != nil {
+	if err := c.CheckGroupID(req.Group); err != nil {
 		return err
 	}
 	g, err := c.lockGroup(req.Group, req.Generation < 0,
