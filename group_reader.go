@@ -139,6 +139,7 @@ type GroupReader struct {
 	metadata   map[string]int32
 	err        error // a failure that ends the member: Next returns it
 	closed     bool
+	stopped    bool          // Close has dropped the readers: commits return ErrClosed
 	done       chan struct{} // closed by Close
 	nudge      chan struct{} // asks the background goroutine to heartbeat now
 	// rejoin asks the background goroutine to join again at its next heartbeat: a topic the
@@ -546,7 +547,7 @@ func (gr *GroupReader) Commit(ctx context.Context) error {
 // commitPartitions commits the positions of parts, or of every partition read when parts is nil.
 func (gr *GroupReader) commitPartitions(ctx context.Context, parts []TopicPartition) error {
 	gr.mu.Lock()
-	if gr.closed && gr.cancel == nil {
+	if gr.stopped {
 		gr.mu.Unlock()
 		return ErrClosed
 	}
@@ -645,18 +646,39 @@ func (gr *GroupReader) Generation() (generation int32, memberID string) {
 	return gr.generation, gr.memberID
 }
 
-// Close stops the member: a blocked Next returns ErrClosed. Store.Close closes the store's
-// members. With AutoCommitInterval it commits
+// Close stops the member: a blocked Next returns ErrClosed. With AutoCommitInterval it commits
 // its positions first. A dynamic member then leaves the group at once (Kafka's LeaveGroup), so
 // that its partitions are reassigned without waiting for its session timeout; a static member
 // (InstanceID) stays until its session times out, so that a restart gets its partitions back.
-// Close does not run OnRevoked: commit from the goroutine that calls Next before closing. Later
-// calls return nil.
+// Close does not run OnRevoked: commit from the goroutine that calls Next before closing.
+// Store.Close closes the store's members. Later calls return nil.
 func (gr *GroupReader) Close() error {
+	if !gr.halt() {
+		return nil
+	}
+	var err error
+	if gr.cfg.AutoCommitInterval > 0 {
+		if err = gr.commitPartitions(context.Background(), nil); errors.Is(err, ErrClosed) {
+			err = nil
+		}
+	}
+	id := gr.dropReaders()
+	if id != "" && gr.cfg.InstanceID == "" {
+		if _, lerr := gr.coord.Leave(gr.cfg.Group, []group.LeavingMember{{MemberID: id, Reason: "the member closed"}}); lerr != nil &&
+			!errors.Is(lerr, ErrUnknownMemberID) && !errors.Is(lerr, group.ErrCoordinatorNotAvailable) {
+			err = errors.Join(err, lerr)
+		}
+	}
+	return err
+}
+
+// halt marks the member closed (Next returns ErrClosed), stops its background goroutine and
+// takes it off the store's list; false when it was closed already.
+func (gr *GroupReader) halt() bool {
 	gr.mu.Lock()
 	if gr.closed {
 		gr.mu.Unlock()
-		return nil
+		return false
 	}
 	gr.closed = true
 	close(gr.done)
@@ -666,26 +688,19 @@ func (gr *GroupReader) Close() error {
 	gr.s.mu.Lock()
 	delete(gr.s.members, gr)
 	gr.s.mu.Unlock()
-	var err error
-	if gr.cfg.AutoCommitInterval > 0 {
-		if err = gr.commitPartitions(context.Background(), nil); errors.Is(err, ErrClosed) {
-			err = nil
-		}
-	}
+	return true
+}
+
+// dropReaders closes the member's readers once Close has committed, after which commits return
+// ErrClosed, and returns the member id.
+func (gr *GroupReader) dropReaders() (memberID string) {
 	gr.mu.Lock()
-	id := gr.memberID
+	defer gr.mu.Unlock()
 	for t := range gr.readers {
 		gr.dropTopicLocked(t)
 	}
-	gr.cancel = nil
-	gr.mu.Unlock()
-	if id != "" && gr.cfg.InstanceID == "" {
-		if _, lerr := gr.coord.Leave(gr.cfg.Group, []group.LeavingMember{{MemberID: id, Reason: "the member closed"}}); lerr != nil &&
-			!errors.Is(lerr, ErrUnknownMemberID) && !errors.Is(lerr, group.ErrCoordinatorNotAvailable) {
-			err = errors.Join(err, lerr)
-		}
-	}
-	return err
+	gr.stopped = true
+	return gr.memberID
 }
 
 // post queues ev for Next and wakes it. Callers hold mu.

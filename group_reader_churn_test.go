@@ -24,22 +24,9 @@ import (
 // in the group until its session timeout removes it. Next returns ErrClosed afterwards. It
 // mirrors Close without the commit and the LeaveGroup.
 func (gr *GroupReader) kill() {
-	gr.mu.Lock()
-	if gr.closed {
-		gr.mu.Unlock()
-		return
+	if gr.halt() {
+		gr.dropReaders()
 	}
-	gr.closed = true
-	close(gr.done)
-	gr.mu.Unlock()
-	gr.cancel()
-	<-gr.bgDone
-	gr.mu.Lock()
-	for t := range gr.readers {
-		gr.dropTopicLocked(t)
-	}
-	gr.cancel = nil
-	gr.mu.Unlock()
 }
 
 // progress is a counter that goroutines can wait on.
