@@ -552,12 +552,8 @@ func (gr *GroupReader) commitPartitions(ctx context.Context, parts []TopicPartit
 		return ErrClosed
 	}
 	offsets := map[TopicPartition]group.OffsetAndMetadata{}
-	for t, r := range gr.readers {
-		for id, c := range r.committable() {
-			tp := TopicPartition{Topic: t, Partition: id}
-			if parts != nil && !slices.Contains(parts, tp) {
-				continue
-			}
+	for tp, c := range gr.positionsLocked() {
+		if parts == nil || slices.Contains(parts, tp) {
 			offsets[tp] = group.OffsetAndMetadata{Offset: c.offset, LeaderEpoch: c.leaderEpoch}
 		}
 	}
@@ -600,14 +596,7 @@ func (gr *GroupReader) maybeAutoCommit(ctx context.Context) error {
 func (gr *GroupReader) Assignment() []TopicPartition {
 	gr.mu.Lock()
 	defer gr.mu.Unlock()
-	var out []TopicPartition
-	for t, r := range gr.readers {
-		for id := range r.committable() {
-			out = append(out, TopicPartition{Topic: t, Partition: id})
-		}
-	}
-	slices.SortFunc(out, compareTP)
-	return out
+	return slices.SortedFunc(maps.Keys(gr.positionsLocked()), compareTP)
 }
 
 // Positions returns the member's position in each partition it reads: the offset of the next
@@ -616,9 +605,19 @@ func (gr *GroupReader) Positions() map[TopicPartition]int64 {
 	gr.mu.Lock()
 	defer gr.mu.Unlock()
 	out := map[TopicPartition]int64{}
+	for tp, c := range gr.positionsLocked() {
+		out[tp] = c.offset
+	}
+	return out
+}
+
+// positionsLocked returns the position, with its leader epoch, of every partition the member
+// reads. Callers hold mu.
+func (gr *GroupReader) positionsLocked() map[TopicPartition]committedPosition {
+	out := map[TopicPartition]committedPosition{}
 	for t, r := range gr.readers {
 		for id, c := range r.committable() {
-			out[TopicPartition{Topic: t, Partition: id}] = c.offset
+			out[TopicPartition{Topic: t, Partition: id}] = c
 		}
 	}
 	return out
@@ -716,10 +715,10 @@ func (gr *GroupReader) postLocked(ev groupEvent) {
 func (gr *GroupReader) loseLocked(reason string) {
 	lost := map[TopicPartition]struct{}{}
 	maps.Copy(lost, gr.assigned)
-	for t, r := range gr.readers {
-		for id := range r.committable() {
-			lost[TopicPartition{Topic: t, Partition: id}] = struct{}{}
-		}
+	for tp := range gr.positionsLocked() {
+		lost[tp] = struct{}{}
+	}
+	for t := range gr.readers {
 		gr.dropTopicLocked(t)
 	}
 	for _, ev := range gr.events {
