@@ -100,3 +100,9 @@ func parsePartitionDirName(name string) (topic string, partition int32, ok bool)
 	}
 	return topic, int32(p), true
 }
+
+// CheckTopicName returns ErrInvalidTopicName, saying why, unless name is a legal topic name
+// (Kafka's Topic.validate: 1 to 249 characters of ASCII letters, digits, '.', '_' and '-',
+// neither "." nor ".."), and not one of the store's internal topics: what CreateTopic checks,
+// for a caller that validates before creating (CreateTopics with validate_only).
+func CheckTopicName(name string) error { return checkTopicName(name) }
