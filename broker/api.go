@@ -31,6 +31,8 @@ func servedAPIs() []api {
 		{key: kmsg.OffsetForLeaderEpoch, min: 2, max: 4, handle: handleOffsetForLeaderEpoch},
 		{key: kmsg.FindCoordinator, min: 0, max: 6, handle: handleFindCoordinator},
 		{key: kmsg.DescribeCluster, min: 0, max: 1, handle: handleDescribeCluster},
+		{key: kmsg.SASLHandshake, min: 0, max: 1, beforeAuth: true, handle: handleSASLHandshake},
+		{key: kmsg.SASLAuthenticate, min: 0, max: 2, beforeAuth: true, handle: handleSASLAuthenticate},
 	}
 }
 

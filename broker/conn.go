@@ -27,6 +27,12 @@ type request struct {
 	corr     int32
 	clientID string
 	msg      kmsg.Request
+	// saslToken is set (non-nil) for a raw SASL token frame, the framing after SaslHandshake v0
+	// (no header; msg is nil).
+	saslToken []byte
+	// awaitFraming says that the reader waits, after this request, for the answering goroutine
+	// to say on saslFraming whether the next frame is a raw SASL token.
+	awaitFraming bool
 }
 
 // conn is one client connection: a reader goroutine that decodes frames, and the goroutine of
@@ -48,12 +54,20 @@ type conn struct {
 	sasl          saslSession
 	saslMechanism string
 	saslUser      string
+	// saslRaw says, on the answering goroutine, that the next frame is a raw SASL token
+	// (SaslHandshake v0 began an exchange that is not over); it is handed to the reader on
+	// saslFraming after each request marked awaitFraming.
+	saslRaw     bool
+	saslFraming chan bool
+	// quit is closed when run stops answering, so that a reader waiting on saslFraming stops.
+	quit chan struct{}
 
 	wbuf []byte
 }
 
 func newConn(srv *server, nc net.Conn) *conn {
-	c := &conn{srv: srv, nc: nc, remote: nc.RemoteAddr().String(), authDone: make(chan struct{})}
+	c := &conn{srv: srv, nc: nc, remote: nc.RemoteAddr().String(), authDone: make(chan struct{}),
+		saslFraming: make(chan bool, 1), quit: make(chan struct{})}
 	c.log = srv.cfg.Logger.With("remote", c.remote)
 	if srv.cfg.SASL == nil {
 		c.authenticated = true
@@ -69,6 +83,13 @@ var errClosing = errors.New("connection closing")
 // the requests already read are answered first).
 func (c *conn) run(ctx context.Context) {
 	c.stopping = ctx.Done()
+	if err := c.tlsHandshake(ctx); err != nil {
+		c.nc.Close()
+		if ctx.Err() == nil {
+			c.log.Info("kafka connection closed", "reason", err)
+		}
+		return
+	}
 	reqs := make(chan *request, pipelineDepth)
 	readErr := make(chan error, 1)
 	go func() {
@@ -87,6 +108,7 @@ func (c *conn) run(ctx context.Context) {
 		}
 	}
 	c.nc.Close()
+	close(c.quit)
 	for range reqs { // unblock the reader
 	}
 	err := <-readErr
@@ -114,6 +136,11 @@ func (c *conn) readLoop(reqs chan<- *request) error {
 		// The first byte may take as long as the idle timeout; the rest of the frame must follow
 		// within the request timeout.
 		c.nc.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
+		select {
+		case <-c.stopping: // the deadline of Serve's end may have come before this one
+			return errClosing
+		default:
+		}
 		if _, err := io.ReadFull(c.nc, head[:1]); err != nil {
 			if isTimeout(err) {
 				select {
@@ -143,12 +170,36 @@ func (c *conn) readLoop(reqs chan<- *request) error {
 		if err != nil {
 			return err
 		}
+		// After SaslHandshake v0 the frames are raw SASL tokens, until the exchange ends; the
+		// answering goroutine says when.
 		select {
-		case reqs <- r:
-		case <-c.stopping:
-			// Serve ended while this request was read: it is answered, nothing after it.
-			reqs <- r
-			return errClosing
+		case <-c.authDone:
+		default:
+			r.awaitFraming = r.key == int16(kmsg.SASLHandshake) && r.version == 0 && r.msg != nil
+		}
+		for {
+			select {
+			case reqs <- r:
+			case <-c.stopping:
+				// Serve ended while this request was read: it is answered, nothing after it.
+				reqs <- r
+				return errClosing
+			}
+			if !r.awaitFraming {
+				break
+			}
+			var raw bool
+			select {
+			case raw = <-c.saslFraming:
+			case <-c.quit:
+				return errClosing
+			}
+			if !raw {
+				break
+			}
+			if r, err = c.readSASLToken(); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -210,6 +261,12 @@ func decodeRequest(apis apiTable, body []byte) (*request, error) {
 
 // serveRequest answers r and writes the answer. An error closes the connection.
 func (c *conn) serveRequest(ctx context.Context, r *request) error {
+	if r.awaitFraming {
+		defer func() { c.saslFraming <- c.saslRaw }()
+	}
+	if r.saslToken != nil {
+		return c.serveSASLToken(r.saslToken)
+	}
 	a := c.srv.apis.lookup(r.key)
 	if r.msg == nil {
 		if r.key == int16(kmsg.ApiVersions) {
@@ -232,9 +289,12 @@ func (c *conn) serveRequest(ctx context.Context, r *request) error {
 		return err
 	}
 	if rep.none {
-		return nil
+		return rep.closeAfter
 	}
-	return c.writeResponse(r, rep.msg, rep.fetch)
+	if err := c.writeResponse(r, rep.msg, rep.fetch); err != nil {
+		return err
+	}
+	return rep.closeAfter
 }
 
 // reply is a handler's answer: a response, or none (Produce with acks=0), with the fetched
@@ -243,6 +303,10 @@ type reply struct {
 	msg   kmsg.Response
 	none  bool
 	fetch *fetchPayload
+	// closeAfter, when set, closes the connection once the answer is written, with it as the
+	// reason (not logged when it wraps errClosing): Kafka answers a failed authentication, then
+	// closes.
+	closeAfter error
 }
 
 // writeResponse writes the frame of resp to r: its size, the response header (v0; v1 with

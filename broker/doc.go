@@ -17,4 +17,9 @@
 // commitlog.Partition.AppendAsLeader (idempotence and transactions are checked there), fetch
 // sends the stored batches with Partition.ReadRangeBelow (sendfile on Linux), consumer groups
 // are the store's group.Coordinator, and transactions its transaction coordinator.
+//
+// Config.TLS serves TLS (LoadTLSConfig reads a PEM certificate and key), and Config.SASL
+// requires SASL authentication with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (LoadSASLConfig reads
+// a credentials file; its format is in SASLConfig's documentation): Kafka's SSL, SASL_PLAINTEXT
+// and SASL_SSL listeners.
 package broker
