@@ -32,35 +32,53 @@ const serveGuard = 30 * time.Second
 // listeningRE matches serve's first line and captures the address it listens on.
 var listeningRE = regexp.MustCompile(`commitlog serve: Kafka broker listening on (\S+) \(advertised as (\S+), node (\d+), cluster (\S+)\), store .*\n`)
 
-// serveLog is the standard error of a serve: kept whole, with the listening address sent on
-// addr once serve's first line is complete. Safe for concurrent writes (the broker's logger
+// watchLog keeps what a process writes (its standard error) and sends the submatches of re on
+// match once a complete match is written. Safe for concurrent writes (serve's broker logger
 // writes from its connections' goroutines).
-type serveLog struct {
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	sent bool
-	addr chan string
+type watchLog struct {
+	re    *regexp.Regexp
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	sent  bool
+	match chan []string
 }
 
-func newServeLog() *serveLog { return &serveLog{addr: make(chan string, 1)} }
+func newWatchLog(re *regexp.Regexp) *watchLog {
+	return &watchLog{re: re, match: make(chan []string, 1)}
+}
 
-func (l *serveLog) Write(p []byte) (int, error) {
+// newServeLog watches for serve's listening line.
+func newServeLog() *watchLog { return newWatchLog(listeningRE) }
+
+func (l *watchLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.buf.Write(p)
 	if !l.sent {
-		if m := listeningRE.FindSubmatch(l.buf.Bytes()); m != nil {
+		if m := l.re.FindStringSubmatch(l.buf.String()); m != nil {
 			l.sent = true
-			l.addr <- string(m[1])
+			l.match <- m
 		}
 	}
 	return len(p), nil
 }
 
-func (l *serveLog) String() string {
+func (l *watchLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
+}
+
+// addr waits for serve's listening line and returns the address, or "" when done is closed
+// first or the guard time passed.
+func (l *watchLog) addr(done <-chan struct{}) string {
+	select {
+	case m := <-l.match:
+		return m[1]
+	case <-done:
+	case <-time.After(serveGuard):
+	}
+	return ""
 }
 
 // servedBroker is a 'commitlog serve' running as a subprocess.
@@ -68,7 +86,7 @@ type servedBroker struct {
 	addr    string
 	dir     string
 	cmd     *exec.Cmd
-	log     *serveLog
+	log     *watchLog
 	exited  chan struct{} // closed once the process has been waited for
 	waitErr error
 }
@@ -97,12 +115,8 @@ func startServe(t testing.TB, dir string, args ...string) *servedBroker {
 			<-b.exited
 		}
 	})
-	select {
-	case b.addr = <-b.log.addr:
-	case <-b.exited:
-		t.Fatalf("serve exited before listening: %v\nstderr:\n%s", b.waitErr, b.log)
-	case <-time.After(serveGuard):
-		t.Fatalf("serve did not say where it listens within %s\nstderr:\n%s", serveGuard, b.log)
+	if b.addr = b.log.addr(b.exited); b.addr == "" {
+		t.Fatalf("serve did not say where it listens (within %s): %v\nstderr:\n%s", serveGuard, b.waitErr, b.log)
 	}
 	return b
 }
@@ -267,17 +281,15 @@ func TestServeInProcess(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	code := make(chan int, 1)
+	returned := make(chan struct{})
 	go func() {
+		defer close(returned)
 		code <- run(ctx, []string{"--dir", dir, "serve", "--listen", "127.0.0.1:0", "--auto-create-topics"},
 			stdio{in: strings.NewReader(""), out: io.Discard, err: log})
 	}()
-	var addr string
-	select {
-	case addr = <-log.addr:
-	case c := <-code:
-		t.Fatalf("serve returned %d before listening\n%s", c, log)
-	case <-time.After(serveGuard):
-		t.Fatalf("serve did not listen within %s\n%s", serveGuard, log)
+	addr := log.addr(returned)
+	if addr == "" {
+		t.Fatalf("serve did not say where it listens (within %s)\n%s", serveGuard, log)
 	}
 	pctx, pcancel := context.WithTimeout(context.Background(), serveGuard)
 	defer pcancel()
