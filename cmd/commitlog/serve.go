@@ -55,8 +55,9 @@ Retention and the log cleaner run while it serves, as in a Kafka broker. Ctrl-C 
 SIGTERM stops it cleanly: no new connections or requests are taken, the requests already read
 are answered, the connections are closed, then the store is closed; the exit code is 0. The
 store must not be open in another process. Warnings (a connection refused past
---max-connections, a frame past --max-request-bytes) go to standard error; with --verbose also
-each connection closed for a reason. TLS and SASL are not configured by this command.`,
+--max-connections, an append that failed in the store) go to standard error; with --verbose also
+each connection closed for a reason (a frame past --max-request-bytes, an idle connection). TLS
+and SASL are not configured by this command.`,
 		Example: `  commitlog serve
   commitlog serve --dir /var/lib/commitlog --listen 0.0.0.0:9092 --advertise kafka.internal:9092
   commitlog serve --auto-create-topics --partitions 3`,
