@@ -58,6 +58,20 @@ func TestUsageErrors(t *testing.T) {
 		{"groups", "reset-offsets", "g", "--topic", "t:", "--to-latest"},
 		{"dump"},
 		{"verify", "extra"},
+		{"serve", "extra"},
+		{"serve", "--listen", "9092"},
+		{"serve", "--listen", "127.0.0.1:65536"},
+		{"serve", "--advertise", "kafka.internal"},
+		{"serve", "--advertise", "0.0.0.0:9092"},
+		{"serve", "--advertise", "kafka.internal:0"},
+		{"serve", "--node-id", "-1"},
+		{"serve", "--cluster-id", ""},
+		{"serve", "--partitions", "0"},
+		{"serve", "--max-connections", "0"},
+		{"serve", "--max-request-bytes", "lots"},
+		{"serve", "--max-request-bytes", "100"},
+		{"serve", "--max-request-bytes", "4GiB"},
+		{"serve", "--tls"},
 	} {
 		r := cli(t, strings.NewReader(""), append([]string{"--dir", dir}, args...)...)
 		lines := outLines(r.stderr)

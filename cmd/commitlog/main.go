@@ -3,7 +3,8 @@
 // topics with their readers' and groups' lag, compaction state and open transactions, lists,
 // describes, deletes and resets consumer groups as Kafka's kafka-consumer-groups does, compacts
 // topics on demand, dumps segment, index and producer snapshot files as Kafka's kafka-dump-log
-// does, and verifies every segment, index and snapshot of a store without changing anything.
+// does, verifies every segment, index and snapshot of a store without changing anything, and
+// serves the store to Kafka clients as a single-node Kafka broker.
 //
 //	commitlog produce --topic T [flags] [FILE...]   records from lines, JSON lines or CSV
 //	commitlog consume --topic T [flags]             records, formatted (%t %p %o %k %s %T %h)
@@ -12,14 +13,15 @@
 //	commitlog compact [TOPIC...]                    clean compacted topics now (cleanup.policy compact)
 //	commitlog dump [--records] FILE...              batches of .log files, entries of indexes and snapshots
 //	commitlog verify                                every segment, index and snapshot under --dir
+//	commitlog serve [--listen 127.0.0.1:9092]        a Kafka broker over the store (kcat, franz-go, librdkafka)
 //
 // Every command works on the store in --dir (default ./commitlog-data). Exit codes: 0 success,
 // 1 a data problem (a damaged file, an unknown topic or partition, a record that does not
 // parse, an I/O error), 2 a usage error (a bad flag, argument or value); a produce stopped by
 // Ctrl-C exits 130 after saying what it acknowledged. Errors are one line on standard error.
 //
-// The store is held by one process at a time (a directory lock): consume, topics, groups, compact
-// and produce fail with a clear message while another process has it open; verify and dump only
+// The store is held by one process at a time (a directory lock): consume, topics, groups, compact,
+// produce and serve fail with a clear message while another process has it open; verify and dump only
 // read files and run at any time.
 package main
 
@@ -164,7 +166,8 @@ partition ("<topic>-<partition>") of .log segments with .index and .timeindex fi
 beside a segment holding an aborted transaction, and producer .snapshot files. A store whose
 producers use transactions has the transaction coordinator's internal logs too, in the folders
 __transaction_state-0 and __consumer_offsets-0; consumer groups keep their members and committed
-positions in __consumer_offsets-0 (the groups command shows them).
+positions in __consumer_offsets-0 (the groups command shows them). The serve command serves the
+store to Kafka clients (kcat, franz-go, librdkafka, the Java client) as a single-node broker.
 
 Exit codes: 0 success, 1 a data problem (damaged files, unknown topic, unparsable input, I/O
 error), 2 a usage error. Errors are one line on standard error.`,
@@ -172,14 +175,14 @@ error), 2 a usage error. Errors are one line on standard error.`,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return usageError("missing command: one of produce, consume, topics, groups, compact, dump, verify")
+			return usageError("missing command: one of produce, consume, topics, groups, compact, dump, verify, serve")
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.PersistentFlags().StringVar(&g.dir, "dir", defaultDir, "the store's directory")
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log informational events of the store (recovery, retention) to standard error")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
-	root.AddCommand(newProduceCommand(g), newConsumeCommand(g), newTopicsCommand(g), newGroupsCommand(g), newCompactCommand(g), newDumpCommand(g), newVerifyCommand(g))
+	root.AddCommand(newProduceCommand(g), newConsumeCommand(g), newTopicsCommand(g), newGroupsCommand(g), newCompactCommand(g), newDumpCommand(g), newVerifyCommand(g), newServeCommand(g))
 	return root
 }
 
