@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/commitlog-go/commitlog"
 	"github.com/commitlog-go/commitlog/broker"
@@ -26,6 +27,10 @@ type serveFlags struct {
 	partitions      int32
 	maxConnections  int
 	maxRequestBytes string
+	tlsCert         string
+	tlsKey          string
+	saslCredentials string
+	saslMechanisms  string
 }
 
 func newServeCommand(g *globals) *cobra.Command {
@@ -56,11 +61,18 @@ SIGTERM stops it cleanly: no new connections or requests are taken, the requests
 are answered, the connections are closed, then the store is closed; the exit code is 0. The
 store must not be open in another process. Warnings (a connection refused past
 --max-connections, an append that failed in the store) go to standard error; with --verbose also
-each connection closed for a reason (a frame past --max-request-bytes, an idle connection). TLS
-and SASL are not configured by this command.`,
+each connection closed for a reason (a frame past --max-request-bytes, an idle connection).
+
+--tls-cert and --tls-key (PEM files) serve TLS on the listener (Kafka's SSL listener). With
+--sasl-credentials every client must authenticate with SASL first (SASL_PLAINTEXT, or SASL_SSL
+with TLS), by one of --sasl-mechanisms (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 by default). The
+credentials file has one user a line, "user:password" or "user:SCRAM-SHA-256=[salt=...,
+stored_key=...,server_key=...,iterations=...]" as kafka-configs prints SCRAM credentials, with
+# comments; PLAIN over plaintext sends the password in the clear, so pair it with TLS.`,
 		Example: `  commitlog serve
   commitlog serve --dir /var/lib/commitlog --listen 0.0.0.0:9092 --advertise kafka.internal:9092
-  commitlog serve --auto-create-topics --partitions 3`,
+  commitlog serve --auto-create-topics --partitions 3
+  commitlog serve --tls-cert server.pem --tls-key server-key.pem --sasl-credentials users.txt`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, args []string) error { return serve(cmd.Context(), g, f) }),
 	}
@@ -73,6 +85,10 @@ and SASL are not configured by this command.`,
 	fl.Int32Var(&f.partitions, "partitions", broker.DefaultPartitions, "num.partitions: the partition count of a topic created without one (auto-created, or CreateTopics with -1)")
 	fl.IntVar(&f.maxConnections, "max-connections", broker.DefaultMaxConnections, "the most client connections open at once; one past it is closed at once")
 	fl.StringVar(&f.maxRequestBytes, "max-request-bytes", "100MiB", "socket.request.max.bytes: the largest request frame taken (a larger one closes its connection)")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate (chain) to serve TLS with; needs --tls-key")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	fl.StringVar(&f.saslCredentials, "sasl-credentials", "", "credentials file: require SASL authentication of every client (user:password lines, or SCRAM credentials)")
+	fl.StringVar(&f.saslMechanisms, "sasl-mechanisms", "", "comma-separated SASL mechanisms to offer with --sasl-credentials (default PLAIN,SCRAM-SHA-256,SCRAM-SHA-512)")
 	return cmd
 }
 
@@ -114,6 +130,26 @@ func (f *serveFlags) config() (broker.Config, error) {
 	// Metadata) must fit. Kafka's own limit is an int32.
 	if n < 1024 || n > 1<<31-1 {
 		return cfg, usageError("--max-request-bytes %s: must be 1KiB to 2GiB-1", f.maxRequestBytes)
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return cfg, usageError("--tls-cert and --tls-key go together")
+	}
+	if f.tlsCert != "" {
+		if cfg.TLS, err = broker.LoadTLSConfig(f.tlsCert, f.tlsKey); err != nil {
+			return cfg, usageError("%v", err)
+		}
+	}
+	if f.saslMechanisms != "" && f.saslCredentials == "" {
+		return cfg, usageError("--sasl-mechanisms needs --sasl-credentials")
+	}
+	if f.saslCredentials != "" {
+		var mechs []string
+		if f.saslMechanisms != "" {
+			mechs = strings.Split(f.saslMechanisms, ",")
+		}
+		if cfg.SASL, err = broker.LoadSASLConfig(f.saslCredentials, mechs); err != nil {
+			return cfg, usageError("%v", err)
+		}
 	}
 	cfg.NodeID = f.nodeID
 	cfg.ClusterID = f.clusterID

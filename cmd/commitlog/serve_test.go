@@ -21,7 +21,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/commitlog-go/commitlog"
 )
@@ -343,4 +345,49 @@ func TestServeListenFails(t *testing.T) {
 	s, err := commitlog.Open(dir, commitlog.WithLogger(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
+}
+
+// TestServeSASL: with --sasl-credentials a client authenticates with SCRAM-SHA-256 and
+// produces; a wrong password is refused with SASL_AUTHENTICATION_FAILED.
+func TestServeSASL(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	creds := filepath.Join(t.TempDir(), "users.txt")
+	require.NoError(t, os.WriteFile(creds, []byte("# test users\nalice:alice-secret\n"), 0o600))
+	log := newServeLog()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	code := make(chan int, 1)
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		code <- run(ctx, []string{"--dir", dir, "serve", "--listen", "127.0.0.1:0", "--auto-create-topics",
+			"--sasl-credentials", creds, "--sasl-mechanisms", "SCRAM-SHA-256"},
+			stdio{in: strings.NewReader(""), out: io.Discard, err: log})
+	}()
+	addr := log.addr(returned)
+	if addr == "" {
+		t.Fatalf("serve did not say where it listens (within %s)\n%s", serveGuard, log)
+	}
+	pctx, pcancel := context.WithTimeout(context.Background(), serveGuard)
+	defer pcancel()
+	good := kgoClient(t, addr, kgo.AllowAutoTopicCreation(),
+		kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()))
+	res := good.ProduceSync(pctx, &kgo.Record{Topic: "secure", Value: []byte("v")})
+	require.NoError(t, res.FirstErr())
+	require.Equal(t, int64(0), res[0].Record.Offset)
+	good.Close()
+
+	bad := kgoClient(t, addr, kgo.SASL(scram.Auth{User: "alice", Pass: "wrong"}.AsSha256Mechanism()),
+		kgo.RequestRetries(0))
+	err := bad.Ping(pctx)
+	require.ErrorIs(t, err, kerr.SaslAuthenticationFailed)
+	bad.Close()
+
+	cancel()
+	select {
+	case c := <-code:
+		require.Equal(t, exitOK, c, "stderr:\n%s", log)
+	case <-time.After(serveGuard):
+		t.Fatalf("serve did not return within %s of its context's end\n%s", serveGuard, log)
+	}
 }
