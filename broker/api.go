@@ -33,6 +33,16 @@ func servedAPIs() []api {
 		{key: kmsg.DescribeCluster, min: 0, max: 1, handle: handleDescribeCluster},
 		{key: kmsg.SASLHandshake, min: 0, max: 1, beforeAuth: true, handle: handleSASLHandshake},
 		{key: kmsg.SASLAuthenticate, min: 0, max: 2, beforeAuth: true, handle: handleSASLAuthenticate},
+		{key: kmsg.OffsetCommit, min: 2, max: 9, handle: handleOffsetCommit},
+		{key: kmsg.OffsetFetch, min: 1, max: 9, handle: handleOffsetFetch},
+		{key: kmsg.JoinGroup, min: 0, max: 9, handle: handleJoinGroup},
+		{key: kmsg.Heartbeat, min: 0, max: 4, handle: handleHeartbeat},
+		{key: kmsg.LeaveGroup, min: 0, max: 5, handle: handleLeaveGroup},
+		{key: kmsg.SyncGroup, min: 0, max: 5, handle: handleSyncGroup},
+		{key: kmsg.DescribeGroups, min: 0, max: 6, handle: handleDescribeGroups},
+		{key: kmsg.ListGroups, min: 0, max: 5, handle: handleListGroups},
+		{key: kmsg.DeleteGroups, min: 0, max: 2, handle: handleDeleteGroups},
+		{key: kmsg.OffsetDelete, min: 0, max: 0, handle: handleOffsetDelete},
 	}
 }
 
