@@ -341,8 +341,7 @@ func TestKcatAutoCreate(t *testing.T) {
 // TestKcatConsumerGroup: kcat's balanced consumer (-G, librdkafka's high-level KafkaConsumer:
 // FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetFetch, OffsetCommit, LeaveGroup)
 // consumes every record of a 3-partition topic, commits its positions at the end of each
-// partition when it closes, and a second run of the group finds nothing left to read. Skipped
-// while the broker does not serve JoinGroup (the consumer group APIs are being added).
+// partition when it closes, and a second run of the group finds nothing left to read.
 func TestKcatConsumerGroup(t *testing.T) {
 	kcatPath := requireKcat(t)
 	dir := filepath.Join(t.TempDir(), "store")
@@ -351,11 +350,6 @@ func TestKcatConsumerGroup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), serveGuard)
 	defer cancel()
 	cl := kgoClient(t, b.addr)
-	versions, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
-	require.NoError(t, err)
-	if !slices.ContainsFunc(versions.ApiKeys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == int16(kmsg.JoinGroup) }) {
-		t.Skip("the broker does not serve JoinGroup yet: kcat -G needs the consumer group APIs")
-	}
 	k := newKcat(t, kcatPath, b.addr)
 	var in strings.Builder
 	var want []string
