@@ -63,10 +63,11 @@ type Config struct {
 	// MaxConnections bounds the open connections; DefaultMaxConnections when 0. A connection
 	// past it is closed at once with a logged reason.
 	MaxConnections int
-	// IdleTimeout is connections.max.idle.ms; DefaultIdleTimeout when 0.
+	// IdleTimeout is connections.max.idle.ms; DefaultIdleTimeout when 0. It also bounds the
+	// writing of one response: a client that takes none of it for so long is closed.
 	IdleTimeout time.Duration
-	// RequestTimeout bounds the reading of one request frame once it began;
-	// DefaultRequestTimeout when 0.
+	// RequestTimeout bounds the reading of one request frame once it began, and, once Serve's
+	// context ended, the writing of each answer still owed; DefaultRequestTimeout when 0.
 	RequestTimeout time.Duration
 	// TLS, when set, serves TLS on the listener (Kafka's SSL listener): every connection does a
 	// TLS handshake first.
@@ -76,7 +77,7 @@ type Config struct {
 	// handshake.
 	SASL *SASLConfig
 	// Logger receives connection-level events: closed connections with their reason, refused
-	// frames. slog.Default() when nil.
+	// frames, and at debug level each request read. slog.Default() when nil.
 	Logger *slog.Logger
 }
 

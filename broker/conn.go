@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -96,8 +97,12 @@ func (c *conn) run(ctx context.Context) {
 		readErr <- c.readLoop(reqs)
 		close(reqs)
 	}()
-	// Serve's end stops the reading, not the answering: the requests read are answered.
-	stop := context.AfterFunc(ctx, func() { c.nc.SetReadDeadline(time.Now()) })
+	// Serve's end stops the reading, not the answering: the requests read are answered, each
+	// write within the request timeout so that a client that does not read cannot hold Serve.
+	stop := context.AfterFunc(ctx, func() {
+		c.nc.SetReadDeadline(time.Now())
+		c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.RequestTimeout))
+	})
 	defer stop()
 	hctx := context.WithoutCancel(ctx)
 	var failed error
@@ -128,47 +133,60 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// readLoop reads and decodes frames until an error, handing each request to reqs.
+// readLoop reads and decodes frames until an error, handing each request to reqs. The size
+// prefix is checked as soon as its 4 bytes are in, and the frame's buffer grows with the bytes
+// that arrive (readFrameBody), so that a frame announced and never sent costs nothing.
 func (c *conn) readLoop(reqs chan<- *request) error {
 	var head [8]byte
 	cfg := &c.srv.cfg
+	debug := c.log.Enabled(context.Background(), slog.LevelDebug)
 	for {
 		// The first byte may take as long as the idle timeout; the rest of the frame must follow
 		// within the request timeout.
-		c.nc.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
-		select {
-		case <-c.stopping: // the deadline of Serve's end may have come before this one
-			return errClosing
-		default:
+		if err := c.setReadDeadline(cfg.IdleTimeout); err != nil {
+			return err
 		}
 		if _, err := io.ReadFull(c.nc, head[:1]); err != nil {
+			if c.isStopping() {
+				return errClosing
+			}
 			if isTimeout(err) {
-				select {
-				case <-c.stopping:
-					return errClosing
-				default:
-				}
 				return fmt.Errorf("idle for %s (connections.max.idle.ms)", cfg.IdleTimeout)
 			}
 			return err
 		}
-		c.nc.SetReadDeadline(time.Now().Add(cfg.RequestTimeout))
-		if _, err := io.ReadFull(c.nc, head[1:8]); err != nil {
-			return frameReadErr(err, cfg.RequestTimeout)
+		if err := c.setReadDeadline(cfg.RequestTimeout); err != nil {
+			return err
+		}
+		if n, err := io.ReadFull(c.nc, head[1:4]); err != nil {
+			return c.frameReadErr(err, 1+n, 4)
 		}
 		size := int32(binary.BigEndian.Uint32(head[:4]))
-		key := int16(binary.BigEndian.Uint16(head[4:6]))
-		if limit := c.frameLimit(key); size < 8 || size > limit {
-			return fmt.Errorf("request frame of %d bytes (api key %d): outside [8, %d] (socket.request.max.bytes)", size, key, limit)
+		switch limit, setting := c.frameLimit(int16(kmsg.Produce)); {
+		case size < 0:
+			return fmt.Errorf("request frame size %d is negative", size)
+		case size < 8:
+			return fmt.Errorf("request frame size %d is shorter than a request header (8 bytes at least)", size)
+		case size > limit:
+			return fmt.Errorf("request frame size %d is over the limit of %d bytes (%s)", size, limit, setting)
 		}
-		body := make([]byte, size)
-		copy(body, head[4:8])
-		if _, err := io.ReadFull(c.nc, body[4:]); err != nil {
-			return frameReadErr(err, cfg.RequestTimeout)
+		if n, err := io.ReadFull(c.nc, head[4:8]); err != nil {
+			return c.frameReadErr(err, 4+n, int(size)+4)
+		}
+		key := int16(binary.BigEndian.Uint16(head[4:6]))
+		if limit, setting := c.frameLimit(key); size > limit {
+			return fmt.Errorf("request frame size %d of api key %d (%s) is over the limit of %d bytes (%s)", size, key, kmsg.NameForKey(key), limit, setting)
+		}
+		body, err := readFrameBody(c.nc, head[4:8], int(size))
+		if err != nil {
+			return c.frameReadErr(err, 4+len(body), int(size)+4)
 		}
 		r, err := decodeRequest(c.srv.apis, body)
 		if err != nil {
 			return err
+		}
+		if debug {
+			c.log.Debug("kafka request", "api_key", r.key, "api_version", r.version, "correlation_id", r.corr, "client_id", r.clientID, "bytes", size)
 		}
 		// After SaslHandshake v0 the frames are raw SASL tokens, until the exchange ends; the
 		// answering goroutine says when.
@@ -204,27 +222,78 @@ func (c *conn) readLoop(reqs chan<- *request) error {
 	}
 }
 
-func frameReadErr(err error, timeout time.Duration) error {
-	if isTimeout(err) {
-		return fmt.Errorf("request frame not complete within %s", timeout)
+// setReadDeadline sets the read deadline d from now, or returns errClosing once Serve is ending.
+// Serve's end sets a deadline of now after c.stopping is closed: either that comes after this
+// deadline, or c.stopping is seen closed here; a deadline set without the check could undo it
+// and leave Serve waiting for an idle client.
+func (c *conn) setReadDeadline(d time.Duration) error {
+	c.nc.SetReadDeadline(time.Now().Add(d))
+	if c.isStopping() {
+		return errClosing
 	}
-	if errors.Is(err, io.EOF) {
-		return io.ErrUnexpectedEOF
+	return nil
+}
+
+func (c *conn) isStopping() bool {
+	select {
+	case <-c.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// frameReadErr names the failure to read a frame of want bytes (its size prefix included) of
+// which got arrived.
+func (c *conn) frameReadErr(err error, got, want int) error {
+	switch {
+	case c.isStopping():
+		return errClosing
+	case isTimeout(err):
+		return fmt.Errorf("request frame not complete within %s: %d of %d bytes read", c.srv.cfg.RequestTimeout, got, want)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("request frame truncated: the client closed after %d of %d bytes: %w", got, want, io.ErrUnexpectedEOF)
 	}
 	return err
 }
 
-// frameLimit is the largest frame taken for a request of key.
-func (c *conn) frameLimit(key int16) int32 {
+// frameChunk is what a frame's buffer grows by at least, doubling, as its bytes arrive.
+const frameChunk = 64 << 10
+
+// readFrameBody reads a frame body of size bytes that starts with head into a buffer that
+// grows as the bytes arrive, to at most twice what arrived: a client announcing a frame of
+// socket.request.max.bytes and sending a few bytes of it holds a few bytes. It returns what was
+// read with a failure.
+func readFrameBody(r io.Reader, head []byte, size int) ([]byte, error) {
+	body := make([]byte, len(head), min(size, frameChunk))
+	copy(body, head)
+	for len(body) < size {
+		if len(body) == cap(body) {
+			body = slices.Grow(body, min(size-len(body), max(len(body), frameChunk)))
+		}
+		n, err := io.ReadFull(r, body[len(body):min(size, cap(body))])
+		body = body[:len(body)+n]
+		if err != nil {
+			return body, err
+		}
+	}
+	return body, nil
+}
+
+// frameLimit is the largest frame taken for a request of key, with the setting that sets it.
+func (c *conn) frameLimit(key int16) (int32, string) {
 	select {
 	case <-c.authDone:
 	default:
-		return maxUnauthenticatedBytes
+		return maxUnauthenticatedBytes, "before SASL authentication, sasl.server.max.receive.size"
 	}
 	if key == int16(kmsg.Produce) {
-		return c.srv.cfg.MaxRequestBytes
+		return c.srv.cfg.MaxRequestBytes, "socket.request.max.bytes"
 	}
-	return min(maxControlRequestBytes, c.srv.cfg.MaxRequestBytes)
+	if maxControlRequestBytes < c.srv.cfg.MaxRequestBytes {
+		return maxControlRequestBytes, "requests other than Produce"
+	}
+	return c.srv.cfg.MaxRequestBytes, "socket.request.max.bytes"
 }
 
 // decodeRequest decodes one frame body (the bytes after the size): the request header (v1, or
@@ -253,6 +322,10 @@ func decodeRequest(apis apiTable, body []byte) (*request, error) {
 		}
 	}
 	if err := msg.ReadFrom(rd.Src); err != nil {
+		// kmsg's own copy of kbin.ErrNotEnoughData, whose message speaks of a response.
+		if err.Error() == kbin.ErrNotEnoughData.Error() {
+			err = fmt.Errorf("its %d bytes end before its fields do (a length or count past the frame's end)", len(rd.Src))
+		}
 		return nil, fmt.Errorf("%s v%d: malformed request: %w", kmsg.NameForKey(r.key), r.version, err)
 	}
 	r.msg = msg
@@ -277,7 +350,7 @@ func (c *conn) serveRequest(ctx context.Context, r *request) error {
 			return c.writeResponse(r, resp, nil)
 		}
 		if a == nil {
-			return fmt.Errorf("api key %d is not served", r.key)
+			return fmt.Errorf("api key %d (%s) v%d is not served", r.key, kmsg.NameForKey(r.key), r.version)
 		}
 		return fmt.Errorf("%s v%d is not served (versions %d to %d)", kmsg.NameForKey(r.key), r.version, a.min, a.max)
 	}
@@ -323,10 +396,30 @@ func (c *conn) writeResponse(r *request, resp kmsg.Response, fp *fetchPayload) e
 	}
 	b = resp.AppendTo(b)
 	c.wbuf = b
+	within := c.setWriteDeadline()
+	var err error
 	if fp != nil {
-		return fp.write(c.nc, b, resp.IsFlexible())
+		err = fp.write(c.nc, b, resp.IsFlexible())
+	} else {
+		binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+		_, err = c.nc.Write(b)
 	}
-	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
-	_, err := c.nc.Write(b)
+	if isTimeout(err) {
+		return fmt.Errorf("%s response not taken by the client within %s: %w", kmsg.NameForKey(resp.Key()), within, err)
+	}
 	return err
+}
+
+// setWriteDeadline bounds the writing of one response: by the idle timeout, as a client that
+// takes no bytes for that long is idle (connections.max.idle.ms), and once Serve is ending by
+// the request timeout, so that a client that does not read cannot hold Serve's return. As with
+// setReadDeadline, c.stopping is checked after the deadline is set, so that the shorter
+// deadline Serve's end sets is never undone. It returns the time given.
+func (c *conn) setWriteDeadline() time.Duration {
+	c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+	if c.isStopping() {
+		c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.RequestTimeout))
+		return c.srv.cfg.RequestTimeout
+	}
+	return c.srv.cfg.IdleTimeout
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -55,29 +54,31 @@ func handleSASLAuthenticate(_ context.Context, c *conn, r *request) (reply, erro
 func (c *conn) readSASLToken() (*request, error) {
 	cfg := &c.srv.cfg
 	var size [4]byte
-	c.nc.SetReadDeadline(time.Now().Add(cfg.IdleTimeout))
-	select {
-	case <-c.stopping:
-		return nil, errClosing
-	default:
+	if err := c.setReadDeadline(cfg.IdleTimeout); err != nil {
+		return nil, err
 	}
 	if _, err := io.ReadFull(c.nc, size[:1]); err != nil {
+		if c.isStopping() {
+			return nil, errClosing
+		}
 		if isTimeout(err) {
 			return nil, fmt.Errorf("idle for %s (connections.max.idle.ms)", cfg.IdleTimeout)
 		}
 		return nil, err
 	}
-	c.nc.SetReadDeadline(time.Now().Add(cfg.RequestTimeout))
-	if _, err := io.ReadFull(c.nc, size[1:]); err != nil {
-		return nil, frameReadErr(err, cfg.RequestTimeout)
+	if err := c.setReadDeadline(cfg.RequestTimeout); err != nil {
+		return nil, err
+	}
+	if n, err := io.ReadFull(c.nc, size[1:]); err != nil {
+		return nil, c.frameReadErr(err, 1+n, 4)
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
 	if n < 0 || n > maxUnauthenticatedBytes {
 		return nil, fmt.Errorf("SASL token frame of %d bytes: outside [0, %d] (sasl.server.max.receive.size)", n, maxUnauthenticatedBytes)
 	}
-	token := make([]byte, n)
-	if _, err := io.ReadFull(c.nc, token); err != nil {
-		return nil, frameReadErr(err, cfg.RequestTimeout)
+	token, err := readFrameBody(c.nc, nil, int(n))
+	if err != nil {
+		return nil, c.frameReadErr(err, 4+len(token), int(n)+4)
 	}
 	return &request{key: int16(kmsg.SASLAuthenticate), version: -1, saslToken: token, awaitFraming: true}, nil
 }
