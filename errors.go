@@ -83,6 +83,10 @@ var (
 	// Nothing is created.
 	ErrInvalidTopicName = errors.New("commitlog: invalid topic name")
 
+	// ErrInvalidTopicID is returned by ParseTopicID for a string that is not a topic ID in
+	// Kafka's Uuid.toString form (Uuid.fromString throws IllegalArgumentException for it).
+	ErrInvalidTopicID = errors.New("commitlog: invalid topic ID")
+
 	// ErrInvalidReaderName is returned for a reader name outside the topic-name rule.
 	ErrInvalidReaderName = errors.New("commitlog: invalid reader name")
 

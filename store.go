@@ -42,6 +42,7 @@ type Store struct {
 
 	mu      sync.RWMutex
 	topics  map[string]*Topic
+	byID    map[TopicID]*Topic        // the same topics, by Topic.ID
 	configs map[string]TopicConfig    // as stored in topicsFileName
 	readers map[string]*Reader        // live named readers
 	members map[*GroupReader]struct{} // live group members, closed by Close
@@ -64,16 +65,29 @@ type Store struct {
 // Open opens the log directory dir, creating it when missing, and every topic in it. Partition
 // folders copied from a Kafka broker (no configuration of ours) open as topics with the default
 // configuration; Kafka's other files (meta.properties, checkpoint files, .snapshot files,
-// partition.metadata, leader-epoch-checkpoint, .kafka_cleanshutdown) are left untouched. Each
-// partition's log is recovered as OpenLog describes.
+// leader-epoch-checkpoint, .kafka_cleanshutdown) are left untouched. Each partition's log is
+// recovered as OpenLog describes.
+//
+// Each topic's ID (Topic.ID) is read from Kafka's file partition.metadata in its partition
+// folders, which a Kafka broker's folders bring with them: partition 0's, or the lowest
+// partition's that has the file. A folder without the file is given it, saying that ID; a topic
+// with none anywhere (created before the store kept IDs, or folders from a Kafka that did not
+// write the file) is given a new random ID, written to every partition folder. A partition whose
+// file names another ID is rewritten to the topic's, logged as a warning with the ID it held (a
+// Kafka broker takes its controller's ID as the truth and fails such a partition with
+// InconsistentTopicIdException, or deletes it as a stray log; the store has no controller and
+// deletes no records). A topic whose ID another topic opened before it (by name) already has,
+// as folders copied under another name do, is given a new ID. A file that cannot be read fails
+// the Open with an error wrapping ErrCorrupt that names the file; no file of that topic is
+// changed, and removing the file lets the next Open give the partition the topic's ID.
 //
 // The directory is locked while the store is open: a second Open, in this process or another,
 // returns ErrLocked. A failed Open leaves nothing open. A partition folder that is a symbolic
 // link is not opened (it is logged); the store opens without it.
 func Open(dir string, opts ...Option) (s *Store, err error) {
 	o := newOptions(opts)
-	s = &Store{dir: dir, o: o, topics: map[string]*Topic{}, readers: map[string]*Reader{},
-		members: map[*GroupReader]struct{}{}}
+	s = &Store{dir: dir, o: o, topics: map[string]*Topic{}, byID: map[TopicID]*Topic{},
+		readers: map[string]*Reader{}, members: map[*GroupReader]struct{}{}}
 	if err := fsys.MkdirAllDurable(o.fs, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("commitlog: open %s: %w", dir, err)
 	}
@@ -276,11 +290,21 @@ func (s *Store) load() error {
 				return err
 			}
 		}
+		// The IDs are read before the logs open: a file that cannot be read fails the open
+		// before anything of the topic is touched.
+		ids, err := readTopicIDs(s.o.fs, s.partitionDirs(name, s.configs[name].Partitions))
+		if err != nil {
+			return fmt.Errorf("commitlog: topic %s: %w", name, err)
+		}
 		t, err := openTopic(s, name, s.configs[name])
 		if err != nil {
 			return err
 		}
 		s.topics[name] = t
+		// After the logs: the folders of the topic a CreateTopic was creating exist only now.
+		if err := s.loadTopicID(t, ids); err != nil {
+			return fmt.Errorf("commitlog: topic %s: %w", name, err)
+		}
 	}
 	if adopted || changed {
 		if err := s.saveConfigs(); err != nil {
@@ -376,7 +400,8 @@ func (s *Store) Dir() string { return s.dir }
 
 // CreateTopic creates a topic with cfg.Partitions partitions (0 means 1), each an empty log in its
 // folder "<name>-<partition>", stores cfg with it, and returns it. cfg's zero fields take Kafka's
-// defaults.
+// defaults. The topic gets a new random ID (Topic.ID, Kafka's Uuid.randomUuid rules), written to
+// Kafka's partition.metadata in every partition folder before CreateTopic returns.
 //
 // Returns ErrInvalidTopicName (creating nothing anywhere) for a name outside Kafka's rule, one of
 // the internal topics' (__transaction_state, __consumer_offsets) in any case, or one
@@ -431,7 +456,18 @@ func (s *Store) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	}
 	t, err := openTopic(s, name, cfg)
 	if err == nil {
-		err = s.finishCreating()
+		// Before the topic is returned (and before the creation marker goes): a crash part-way
+		// leaves folders without the file, which the next Open writes with the ID of the
+		// folders that have it, or a new ID when none has.
+		t.id = s.unusedTopicID()
+		for _, dir := range s.partitionDirs(name, cfg.Partitions) {
+			if err = writePartitionMetadata(s.o.fs, dir, t.id); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = s.finishCreating()
+		}
 		if err != nil {
 			t.close()
 		}
@@ -453,6 +489,7 @@ func (s *Store) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 		return nil, err
 	}
 	s.topics[name] = t
+	s.byID[t.id] = t
 	return t, nil
 }
 
@@ -481,7 +518,10 @@ func (s *Store) Topics() []string {
 // renamed "<folder>-delete" (as Kafka does) and removed; a crash part-way is finished on the next
 // Open. Its committed positions are removed from every reader's file (a file left with none is
 // removed), as Kafka removes a deleted topic's committed offsets from every group, so that a
-// topic created again under the name is read from each reader's configured start. Returns ErrUnknownTopic for a name the store does not hold, ErrClosed after Close.
+// topic created again under the name is read from each reader's configured start. Its ID goes
+// with it: TopicByID no longer finds it, and a topic created again under the name gets a new one
+// (as Kafka gives a recreated topic a new topic ID). Returns ErrUnknownTopic for a name the store
+// does not hold, ErrClosed after Close.
 func (s *Store) DeleteTopic(name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -493,6 +533,7 @@ func (s *Store) DeleteTopic(name string) error {
 		return fmt.Errorf("%w: %q", ErrUnknownTopic, name)
 	}
 	delete(s.topics, name)
+	delete(s.byID, t.id)
 	err := t.close()
 	// Rename first: once the config is gone, a folder left under its own name would come back as
 	// an adopted topic.

@@ -621,6 +621,9 @@ func TestStoreAdoptsKafkaFolders(t *testing.T) {
 		FileDeleteDelay: DefaultFileDeleteDelay, TimestampAfterMax: DefaultTimestampAfterMax,
 		MinInsyncReplicas: 1, MinCleanableDirtyRatio: DefaultMinCleanableDirtyRatio, DeleteRetention: DefaultDeleteRetention,
 	}}, tp.Config())
+	// The topic ID is Kafka's, from its partition.metadata (whose trailing newline Kafka's reader
+	// takes).
+	require.Equal(t, "cUJmH6vmRW2UJ2dGbGMkyw", tp.ID().String())
 	requireKafkaFiles()
 	for p, seen := range want {
 		require.Equal(t, seen, stSeenOf(stPartitionRecords(t, tp, p)))

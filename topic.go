@@ -18,6 +18,7 @@ type Topic struct {
 	positions  readerStore      // the store's committed reader positions, for the topic's readers
 	now        func() time.Time // the store's clock (WithClock), for ApplyRetention
 	name       string
+	id         TopicID // set before the topic is handed out, never changed (topic_id.go)
 	cfg        TopicConfig
 	partitions []*Partition
 

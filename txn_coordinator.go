@@ -112,6 +112,9 @@ type txnCoordinator struct {
 	opened  bool
 	log     *Log // __transaction_state-0
 	offsets *Log // __consumer_offsets-0
+	// stateID and offsetsID are the internal topics' IDs, kept in their folders'
+	// partition.metadata as a topic's are (loadTopicIDs); set with the logs.
+	stateID, offsetsID TopicID
 
 	mu      sync.Mutex
 	txns    map[string]*txnMetadata
@@ -163,6 +166,9 @@ func (c *txnCoordinator) ensureOpen() error {
 		c.log.Close()
 		return fmt.Errorf("commitlog: open the consumer offsets log: %w", err)
 	}
+	if err := c.loadTopicIDs(); err != nil {
+		return errors.Join(err, c.log.Close(), c.offsets.Close())
+	}
 	if err := c.load(); err != nil {
 		// What the failed load gathered goes: a later call loads again from the start.
 		c.mu.Lock()
@@ -171,6 +177,33 @@ func (c *txnCoordinator) ensureOpen() error {
 		return errors.Join(err, c.log.Close(), c.offsets.Close())
 	}
 	c.opened = true
+	return nil
+}
+
+// loadTopicIDs reads the internal topics' IDs from their folders' partition.metadata, as Open
+// reads a topic's, and writes a new random ID where the file is missing (a folder made by a store
+// older than topic IDs, or just now): the internal topics keep one ID across restarts, as Kafka's
+// do. A file that cannot be read is an error naming it, and nothing is written.
+func (c *txnCoordinator) loadTopicIDs() error {
+	for _, in := range []struct {
+		topic string
+		id    *TopicID
+	}{{transactionStateTopic, &c.stateID}, {consumerOffsetsTopic, &c.offsetsID}} {
+		dirs := []string{filepath.Join(c.s.dir, partitionDirName(in.topic, 0))}
+		had, err := readTopicIDs(c.s.o.fs, dirs)
+		if err != nil {
+			return fmt.Errorf("commitlog: internal topic %s: %w", in.topic, err)
+		}
+		id, ok := pickTopicID(had)
+		if !ok {
+			id = newTopicID()
+			c.s.o.logger.Info("internal topic given a topic ID", "topic", in.topic, "topic_id", id.String())
+		}
+		if err := settleTopicID(c.s.o.fs, c.s.o.logger, in.topic, dirs, had, id); err != nil {
+			return fmt.Errorf("commitlog: internal topic %s: %w", in.topic, err)
+		}
+		*in.id = id
+	}
 	return nil
 }
 
