@@ -503,7 +503,7 @@ func TestFuzzBrokerSeeds(t *testing.T) {
 			}
 			got, err := os.ReadFile(path)
 			if err != nil {
-				t.Errorf("seed %s/%s: %v (go test -run TestFuzzBrokerSeeds -update-fuzz-seeds ./broker/)", target, s.name, err)
+				t.Errorf("seed %s/%s: %v (go test ./broker/ -run TestFuzzBrokerSeeds -args -update-fuzz-seeds)", target, s.name, err)
 				continue
 			}
 			require.Equal(t, text, string(got), "seed %s/%s is not what TestFuzzBrokerSeeds writes", target, s.name)
