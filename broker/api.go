@@ -21,10 +21,10 @@ type api struct {
 // kmsg encodes and at what the store models.
 func servedAPIs() []api {
 	return []api{
-		{key: kmsg.Produce, min: 0, max: 12, handle: handleProduce},
-		{key: kmsg.Fetch, min: 4, max: 12, handle: handleFetch},
+		{key: kmsg.Produce, min: 0, max: 13, handle: handleProduce},
+		{key: kmsg.Fetch, min: 4, max: 18, handle: handleFetch},
 		{key: kmsg.ListOffsets, min: 1, max: 6, handle: handleListOffsets},
-		{key: kmsg.Metadata, min: 0, max: 12, handle: handleMetadata},
+		{key: kmsg.Metadata, min: 0, max: 13, handle: handleMetadata},
 		{key: kmsg.ApiVersions, min: 0, max: 4, beforeAuth: true, handle: handleAPIVersions},
 		{key: kmsg.CreateTopics, min: 2, max: 7, handle: handleCreateTopics},
 		{key: kmsg.DeleteTopics, min: 1, max: 5, handle: handleDeleteTopics},

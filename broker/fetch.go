@@ -51,7 +51,7 @@ func handleFetch(ctx context.Context, c *conn, r *request) (reply, error) {
 	}
 	wait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
 
-	f := &fetch{c: c, req: req, level: level, maxBytes: maxBytes}
+	f := &fetch{c: c, req: req, level: level, maxBytes: maxBytes, byID: r.version >= 13}
 	defer f.release()
 	var timer <-chan time.Time
 	for {
@@ -85,6 +85,7 @@ type fetch struct {
 	req      *kmsg.FetchRequest
 	level    commitlog.IsolationLevel
 	maxBytes int64
+	byID     bool // v13+: topics named by id
 
 	topics  []kmsg.FetchResponseTopic
 	ranges  []*commitlog.BatchRange // by partition, in response order; nil where none
@@ -100,11 +101,13 @@ func (f *fetch) read() ([]<-chan struct{}, error) {
 	f.ranges = f.ranges[:0]
 	f.bytes, f.errored = 0, false
 	var changed []<-chan struct{}
-	store := f.c.srv.store
 	for _, rt := range f.req.Topics {
 		st := kmsg.NewFetchResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		t, terr := store.Topic(rt.Topic)
+		t, terr := f.c.srv.requestTopic(rt.Topic, rt.TopicID, f.byID)
+		if terr == nil && f.byID {
+			st.Topic = t.Name()
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition

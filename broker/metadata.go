@@ -25,24 +25,35 @@ func handleMetadata(_ context.Context, c *conn, r *request) (reply, error) {
 	resp.ClusterID = &srv.cfg.ClusterID
 	resp.ControllerID = srv.cfg.NodeID
 
-	var names []string
+	type asked struct {
+		name string
+		id   [16]byte
+		byID bool
+	}
+	var topics []asked
 	if req.Topics == nil || (r.version == 0 && len(req.Topics) == 0) {
-		names = srv.store.Topics()
+		for _, name := range srv.store.Topics() {
+			topics = append(topics, asked{name: name})
+		}
 	} else {
 		for _, t := range req.Topics {
 			if t.Topic != nil {
-				names = append(names, *t.Topic)
+				topics = append(topics, asked{name: *t.Topic})
 			} else {
-				names = append(names, "") // by topic id: answered unknown until topics have ids
+				topics = append(topics, asked{id: t.TopicID, byID: true})
 			}
 		}
 	}
 	autoCreate := srv.cfg.AutoCreateTopics && (r.version < 4 || req.AllowAutoTopicCreation)
-	for _, name := range names {
+	for _, a := range topics {
+		name := a.name
 		rt := kmsg.NewMetadataResponseTopic()
 		rt.Topic = kmsg.StringPtr(name)
-		t, err := srv.store.Topic(name)
-		if errors.Is(err, commitlog.ErrUnknownTopic) && autoCreate && name != "" {
+		if a.byID {
+			rt.Topic, rt.TopicID = nil, a.id
+		}
+		t, err := srv.requestTopic(name, a.id, a.byID)
+		if errors.Is(err, commitlog.ErrUnknownTopic) && autoCreate && !a.byID {
 			t, err = srv.store.CreateTopic(name, commitlog.TopicConfig{Partitions: srv.cfg.DefaultPartitions})
 			if errors.Is(err, commitlog.ErrTopicExists) {
 				t, err = srv.store.Topic(name)
@@ -56,6 +67,7 @@ func handleMetadata(_ context.Context, c *conn, r *request) (reply, error) {
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
+		rt.Topic, rt.TopicID = kmsg.StringPtr(t.Name()), [16]byte(t.ID())
 		for id := range t.PartitionCount() {
 			p, err := t.Partition(id)
 			rp := kmsg.NewMetadataResponseTopicPartition()

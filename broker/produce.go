@@ -57,7 +57,7 @@ func handleProduce(ctx context.Context, c *conn, r *request) (reply, error) {
 		*st = kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
-		t, terr := c.srv.store.Topic(rt.Topic)
+		t, terr := c.srv.requestTopic(rt.Topic, rt.TopicID, r.version >= 13)
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			sp := &st.Partitions[j]
