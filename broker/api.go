@@ -27,7 +27,7 @@ func servedAPIs() []api {
 		{key: kmsg.Metadata, min: 0, max: 13, handle: handleMetadata},
 		{key: kmsg.ApiVersions, min: 0, max: 4, beforeAuth: true, handle: handleAPIVersions},
 		{key: kmsg.CreateTopics, min: 2, max: 7, handle: handleCreateTopics},
-		{key: kmsg.DeleteTopics, min: 1, max: 5, handle: handleDeleteTopics},
+		{key: kmsg.DeleteTopics, min: 1, max: 6, handle: handleDeleteTopics},
 		{key: kmsg.OffsetForLeaderEpoch, min: 2, max: 4, handle: handleOffsetForLeaderEpoch},
 		{key: kmsg.FindCoordinator, min: 0, max: 6, handle: handleFindCoordinator},
 		{key: kmsg.DescribeCluster, min: 0, max: 1, handle: handleDescribeCluster},
