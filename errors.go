@@ -159,15 +159,34 @@ var (
 	ErrProducerFenced = producerstate.ErrProducerFenced
 
 	// ErrInvalidTxnState is returned for a transactional call out of turn (Append or Commit with
-	// no transaction begun, Begin inside one, Commit after a failed append) and for a
-	// non-transactional batch from a producer with an open transaction (Kafka's
-	// INVALID_TXN_STATE); nothing is written.
+	// no transaction begun, Begin inside one, Commit after a failed append; EndTxn with the other
+	// decision than the one taken, TxnOffsetCommit before AddOffsetsToTxn, VerifyTxnPartition of
+	// a partition not added) and for a non-transactional batch from a producer with an open
+	// transaction (Kafka's INVALID_TXN_STATE); nothing is written.
 	ErrInvalidTxnState = producerstate.ErrInvalidTxnState
 
 	// ErrCoordinatorFenced is returned for a transaction marker from a coordinator epoch older
 	// than the last one the partition saw for its producer (Kafka's
 	// TRANSACTION_COORDINATOR_FENCED).
 	ErrCoordinatorFenced = producerstate.ErrCoordinatorFenced
+
+	// ErrInvalidProducerIDMapping is returned by the transaction APIs (AddPartitionsToTxn,
+	// AddOffsetsToTxn, EndTxn, TxnOffsetCommit, VerifyTxnPartition) for a transactional id the
+	// coordinator does not know, or a producer id that is not the one its transactional id holds
+	// (Kafka's INVALID_PRODUCER_ID_MAPPING, 49): the producer must call InitProducerID again.
+	ErrInvalidProducerIDMapping = errors.New("commitlog: invalid producer id mapping")
+
+	// ErrInvalidTransactionTimeout is returned by InitProducerID for a transaction timeout below
+	// 1 ms or above the store's WithTransactionMaxTimeout (Kafka's INVALID_TRANSACTION_TIMEOUT,
+	// 50).
+	ErrInvalidTransactionTimeout = errors.New("commitlog: invalid transaction timeout")
+
+	// ErrConcurrentTransactions is returned by the transaction APIs while the producer's
+	// transaction is being completed: committed or aborted, with markers not yet all written
+	// (Kafka's CONCURRENT_TRANSACTIONS, 51, which a client retries after a backoff). The store
+	// completes it at its next transaction check (WithTransactionCheckInterval), or at the
+	// producer's next EndTxn or InitProducerID.
+	ErrConcurrentTransactions = errors.New("commitlog: a transaction is being completed")
 )
 
 // LogTruncatedError is the error Reader.Next returns, under ResetNone, when a partition's log

@@ -419,7 +419,7 @@ func runGroupChurn(t *testing.T, fsy fsys.FS, assignors []group.Assignor) {
 	// (c) No commit moves a partition backwards, in the order of __consumer_offsets-0.
 	last := map[int32]int64{}
 	commits := 0
-	_, err = replayGroups(s.txn.offsets, func(key, value []byte) error {
+	_, err = replayGroups(s.txn.offsets, groupReplay{offset: func(key, value []byte) error {
 		if len(key) < 2 || binary.BigEndian.Uint16(key) > 1 || value == nil {
 			return nil // a group record, or a tombstone
 		}
@@ -440,7 +440,7 @@ func runGroupChurn(t *testing.T, fsy fsys.FS, assignors []group.Assignor) {
 		}
 		last[k.Partition] = v.Offset
 		return nil
-	}, func(msg string, args ...any) { t.Errorf("%s %v", msg, args) })
+	}}, func(msg string, args ...any) { t.Errorf("%s %v", msg, args) })
 	require.NoError(t, err)
 	// (d) The committed positions are the log end offsets, in the log as in the group.
 	for p := range int32(churnPartitions) {

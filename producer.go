@@ -99,7 +99,7 @@ func (s *Store) NewProducer(ctx context.Context, cfg ProducerConfig) (*Producer,
 	if why := validName(cfg.TransactionalID); why != "" {
 		return nil, fmt.Errorf("%w: transactional id %q: %s", ErrInvalidTopicName, cfg.TransactionalID, why)
 	}
-	pid, epoch, err := s.txn.initProducer(ctx, cfg.TransactionalID, cfg.TransactionTimeout)
+	pid, epoch, err := s.txn.initProducer(ctx, cfg.TransactionalID, cfg.TransactionTimeout, -1, -1)
 	if err != nil {
 		return nil, err
 	}

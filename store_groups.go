@@ -5,7 +5,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/commitlog-go/commitlog/group"
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
@@ -89,7 +92,7 @@ func (s *Store) groupCoordinatorLocked() (*group.Coordinator, error) {
 	if err := s.txn.ensureOpen(); err != nil {
 		return nil, err
 	}
-	n, err := replayGroups(s.txn.offsets, s.groups.Replay, s.o.logger.Warn)
+	n, err := replayGroups(s.txn.offsets, coordinatorReplay(s.groups), s.o.logger.Warn)
 	if err != nil {
 		return nil, fmt.Errorf("commitlog: load the consumer groups: %w", err)
 	}
@@ -101,25 +104,70 @@ func (s *Store) groupCoordinatorLocked() (*group.Coordinator, error) {
 	return s.groups, nil
 }
 
-// replayGroups hands apply the key and value of every record of l's non-transactional batches,
-// in offset order, and returns how many. Transactional batches hold the reader positions of
-// transactions (see txnCoordinator), not group state; control batches are markers. A record
-// apply refuses is logged with warn and skipped: a group then resumes from an earlier commit of
-// the partition, or from its reset policy, reading again rather than losing records.
-func replayGroups(l *Log, apply func(key, value []byte) error, warn func(string, ...any)) (int, error) {
+// groupReplay is what replayGroups hands the records of __consumer_offsets-0 to: the group
+// coordinator's Replay, ReplayTxnOffset and ReplayTxnMarker. A nil txnOffset or marker skips
+// those records.
+type groupReplay struct {
+	// offset takes the key and value of a record of a non-transactional batch.
+	offset func(key, value []byte) error
+	// txnOffset takes the key and value of a group's offset commit in producer pid's
+	// transactional batch (TxnOffsetCommit).
+	txnOffset func(pid int64, key, value []byte) error
+	// marker takes producer pid's COMMIT (commit set) or ABORT marker.
+	marker func(pid int64, commit bool)
+}
+
+// coordinatorReplay is the replay of the store's group coordinator.
+func coordinatorReplay(c *group.Coordinator) groupReplay {
+	return groupReplay{offset: c.Replay, txnOffset: c.ReplayTxnOffset, marker: c.ReplayTxnMarker}
+}
+
+// replayGroups hands r every record of l, from its log start offset in offset order, and returns
+// how many records it took: the records of non-transactional batches (the groups' own records)
+// to r.offset; the records of transactional batches that are groups' offsets (TxnOffsetCommit)
+// to r.txnOffset, and every transaction marker to r.marker, so that a transaction's offsets
+// become the group's at its COMMIT marker, as Kafka's GroupMetadataManager loads them, and an
+// aborted or still open one's never. The records of transactions keyed under readerGroupPrefix
+// are readers' positions (see txnCoordinator), no group's, and are passed over. A record r
+// refuses is logged with warn and skipped: a group then resumes from an earlier commit of the
+// partition, or from its reset policy, reading again rather than losing records.
+func replayGroups(l *Log, r groupReplay, warn func(string, ...any)) (int, error) {
 	n := 0
 	var recs []*Record
+	var key kmsg.OffsetCommitKey
 	err := l.eachBatch(l.LogStartOffset(), func(h recordbatch.Header, batch []byte) error {
-		if h.Attributes.Transactional() || h.Attributes.Control() {
+		txn := h.Attributes.Transactional()
+		if h.Attributes.Control() {
+			if !txn || r.marker == nil || h.ProducerID < 0 {
+				return nil
+			}
+			mk, err := parseMarker(batch, &h)
+			if err != nil {
+				// As the producer state takes it: the transaction stays open.
+				warn("consumer offsets control batch not read", "offset", h.BaseOffset, "err", err)
+				return nil
+			}
+			r.marker(mk.ProducerID, mk.Commit)
+			return nil
+		}
+		if txn && r.txnOffset == nil {
 			return nil
 		}
 		var err error
 		if recs, err = DecodeRecords(recs[:0], batch, 0, 0); err != nil {
 			return fmt.Errorf("%s: %w", l.Dir(), err)
 		}
-		for _, r := range recs {
-			if err := apply(r.Key, r.Value); err != nil {
-				warn("consumer offsets record skipped", "offset", r.Offset, "err", err)
+		for _, rec := range recs {
+			if txn {
+				if key.ReadFrom(rec.Key) == nil && strings.HasPrefix(key.Group, readerGroupPrefix) {
+					continue // a reader's position
+				}
+				err = r.txnOffset(h.ProducerID, rec.Key, rec.Value)
+			} else {
+				err = r.offset(rec.Key, rec.Value)
+			}
+			if err != nil {
+				warn("consumer offsets record skipped", "offset", rec.Offset, "err", err)
 				continue
 			}
 			n++

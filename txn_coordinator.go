@@ -102,6 +102,12 @@ type txnFields struct {
 	// positions are the reader positions committed in the open transaction, by reader name,
 	// topic and partition: what reaches the reader files when it commits.
 	positions map[string]map[string]map[int32]int64
+	// lastProducerID and lastEpoch are the producer id and epoch an InitProducerID that named
+	// them (KIP-360) started from, so that its retry gets the same answer (Kafka's
+	// lastProducerId and lastProducerEpoch); -1 when the last one named none, and after a
+	// fencing. Memory only, as in Kafka: a restart forgets them.
+	lastProducerID int64
+	lastEpoch      int16
 }
 
 // txnCoordinator is the store's transaction coordinator. Safe for concurrent use.
@@ -116,8 +122,11 @@ type txnCoordinator struct {
 	// partition.metadata as a topic's are (loadTopicIDs); set with the logs.
 	stateID, offsetsID TopicID
 
-	mu      sync.Mutex
-	txns    map[string]*txnMetadata
+	mu   sync.Mutex
+	txns map[string]*txnMetadata
+	// pids indexes txns by producer id (VerifyTxnPartition); changed with a txnMetadata's
+	// producerID, under its mu and this one.
+	pids    map[int64]*txnMetadata
 	nextPID int64 // the next producer id to hand out
 	pidEnd  int64 // the end of the block checkpointed
 
@@ -131,7 +140,8 @@ type txnCoordinator struct {
 // folder has no coordinator log opens them at its first NewProducer (ensureOpen), so that a store
 // that never uses producers has no internal folders, files or descriptors.
 func newCoordinator(s *Store) *txnCoordinator {
-	return &txnCoordinator{s: s, txns: map[string]*txnMetadata{}, stop: make(chan struct{}), done: make(chan struct{})}
+	return &txnCoordinator{s: s, txns: map[string]*txnMetadata{}, pids: map[int64]*txnMetadata{},
+		stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // internalLogsExist reports whether the store's folder holds a coordinator log: then Open opens
@@ -172,7 +182,7 @@ func (c *txnCoordinator) ensureOpen() error {
 	if err := c.load(); err != nil {
 		// What the failed load gathered goes: a later call loads again from the start.
 		c.mu.Lock()
-		c.txns, c.nextPID, c.pidEnd = map[string]*txnMetadata{}, 0, 0
+		c.txns, c.pids, c.nextPID, c.pidEnd = map[string]*txnMetadata{}, map[int64]*txnMetadata{}, 0, 0
 		c.mu.Unlock()
 		return errors.Join(err, c.log.Close(), c.offsets.Close())
 	}
@@ -287,7 +297,8 @@ func (c *txnCoordinator) load() error {
 		}
 		m := &txnMetadata{id: key.TransactionalID, txnFields: txnFields{producerID: val.ProducerID, epoch: val.ProducerEpoch,
 			timeout: time.Duration(val.TimeoutMillis) * time.Millisecond, state: val.State,
-			partitions: map[topicPartition]struct{}{}, start: time.UnixMilli(val.StartTimestamp)}}
+			partitions: map[topicPartition]struct{}{}, start: time.UnixMilli(val.StartTimestamp),
+			lastProducerID: -1, lastEpoch: -1}}
 		for _, t := range val.Topics {
 			for _, p := range t.Partitions {
 				m.partitions[topicPartition{topic: t.Topic, partition: p}] = struct{}{}
@@ -297,6 +308,13 @@ func (c *txnCoordinator) load() error {
 		// A lost checkpoint must not hand out an id in use.
 		c.nextPID = max(c.nextPID, val.ProducerID+1)
 	}
+	c.mu.Lock() // VerifyTxnPartition reads the index without opening the logs
+	for _, m := range c.txns {
+		if m.producerID >= 0 {
+			c.pids[m.producerID] = m
+		}
+	}
+	c.mu.Unlock()
 	ctx := context.Background()
 	for _, id := range slices.Sorted(maps.Keys(c.txns)) {
 		m := c.txns[id]
@@ -413,16 +431,35 @@ func (c *txnCoordinator) allocateProducerID() (int64, error) {
 // producer id at epoch 0; each later one bumps the epoch, which fences every older instance,
 // after finishing or aborting the transaction the older instance left (a prepared one is
 // completed, an open one aborted). An epoch at its maximum takes a new producer id.
-func (c *txnCoordinator) initProducer(ctx context.Context, id string, timeout time.Duration) (int64, int16, error) {
+//
+// expPID and expEpoch, when not -1, are the producer id and epoch the caller holds (KIP-360: a
+// producer that bumps its own epoch to recover from an error): they must be m's current ones, or
+// those a previous such call started from, whose answer is then given again unchanged (a retry
+// of it); otherwise ErrProducerFenced and nothing changes (Kafka's
+// prepareInitProducerIdTransit). A transactional id with no producer yet takes any.
+func (c *txnCoordinator) initProducer(ctx context.Context, id string, timeout time.Duration, expPID int64, expEpoch int16) (int64, int16, error) {
 	c.mu.Lock()
 	m, ok := c.txns[id]
 	if !ok {
-		m = &txnMetadata{id: id, txnFields: txnFields{producerID: -1, epoch: -1, partitions: map[topicPartition]struct{}{}}}
+		m = &txnMetadata{id: id, txnFields: txnFields{producerID: -1, epoch: -1, partitions: map[topicPartition]struct{}{},
+			lastProducerID: -1, lastEpoch: -1}}
 		c.txns[id] = m
 	}
 	c.mu.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	expected := expPID >= 0
+	if expected && m.producerID >= 0 {
+		switch {
+		case expPID == m.producerID && expEpoch == m.epoch:
+			// The current producer: its epoch is bumped below.
+		case m.lastEpoch >= 0 && expPID == m.lastProducerID && expEpoch == m.lastEpoch:
+			return m.producerID, m.epoch, nil
+		default:
+			return 0, 0, fmt.Errorf("%w: transactional id %q: producer %d epoch %d, the coordinator has producer %d epoch %d",
+				ErrProducerFenced, id, expPID, expEpoch, m.producerID, m.epoch)
+		}
+	}
 	switch m.state {
 	case kmsg.TransactionStatePrepareCommit:
 		if err := c.complete(ctx, m, true, true); err != nil {
@@ -451,11 +488,29 @@ func (c *txnCoordinator) initProducer(ctx context.Context, id string, timeout ti
 	next.state = kmsg.TransactionStateEmpty
 	next.partitions = map[topicPartition]struct{}{}
 	next.positions = nil
+	next.lastProducerID, next.lastEpoch = -1, -1
+	if expected {
+		next.lastProducerID, next.lastEpoch = expPID, expEpoch
+	}
 	if err := c.persist(ctx, m.id, &next, true); err != nil {
 		return 0, 0, err
 	}
-	m.txnFields = next
+	c.setFieldsLocked(m, next)
 	return m.producerID, m.epoch, nil
+}
+
+// setFieldsLocked installs next as m's fields, keeping the index of producer ids up to date.
+// Callers hold m.mu.
+func (c *txnCoordinator) setFieldsLocked(m *txnMetadata, next txnFields) {
+	if next.producerID != m.producerID {
+		c.mu.Lock()
+		if c.pids[m.producerID] == m {
+			delete(c.pids, m.producerID)
+		}
+		c.pids[next.producerID] = m
+		c.mu.Unlock()
+	}
+	m.txnFields = next
 }
 
 // checkEpochLocked returns ErrProducerFenced unless pid and epoch are m's current ones.
@@ -481,6 +536,13 @@ func (c *txnCoordinator) addPartitions(ctx context.Context, m *txnMetadata, pid 
 	default:
 		return fmt.Errorf("%w: transactional id %q is in state %s", ErrInvalidTxnState, m.id, m.state)
 	}
+	return c.addPartitionsLocked(ctx, m, tps)
+}
+
+// addPartitionsLocked adds tps to m's transaction, which is Empty, complete or Ongoing: it
+// becomes Ongoing with them, durably (a transaction that was not Ongoing starts now, with tps
+// alone). Callers hold m.mu and have checked the producer.
+func (c *txnCoordinator) addPartitionsLocked(ctx context.Context, m *txnMetadata, tps []topicPartition) error {
 	missing := false
 	for _, tp := range tps {
 		if _, ok := m.partitions[tp]; !ok || m.state != kmsg.TransactionStateOngoing {
@@ -568,6 +630,8 @@ func (c *txnCoordinator) fenceAndAbort(ctx context.Context, m *txnMetadata) erro
 	if m.epoch < math.MaxInt16 {
 		next.epoch = m.epoch + 1
 	}
+	// A retry of the InitProducerID that made the fenced epoch must not get the new one.
+	next.lastProducerID, next.lastEpoch = -1, -1
 	if err := c.persist(ctx, m.id, &next, true); err != nil {
 		return err
 	}
@@ -576,9 +640,10 @@ func (c *txnCoordinator) fenceAndAbort(ctx context.Context, m *txnMetadata) erro
 }
 
 // complete writes the markers of m's prepared transaction to every partition it touched, the
-// committed reader positions to their files before the __consumer_offsets-0 marker, and then
-// CompleteCommit or CompleteAbort. recovering says that m's positions are not in memory (a
-// restart): they are read back from __consumer_offsets-0. Callers hold m.mu.
+// committed reader positions to their files before the __consumer_offsets-0 marker, the groups'
+// transactional offsets to the group coordinator after it, and then CompleteCommit or
+// CompleteAbort. recovering says that m's positions are not in memory (a restart): they are
+// read back from __consumer_offsets-0. Callers hold m.mu.
 func (c *txnCoordinator) complete(ctx context.Context, m *txnMetadata, commit, recovering bool) error {
 	var offsetsLog bool
 	for _, tp := range slices.SortedFunc(maps.Keys(m.partitions), compareTopicPartitions) {
@@ -606,6 +671,10 @@ func (c *txnCoordinator) complete(ctx context.Context, m *txnMetadata, commit, r
 		if _, err := c.offsets.AppendMarker(ctx, m.producerID, m.epoch, commit, coordinatorEpoch); err != nil {
 			return fmt.Errorf("commitlog: marker to %s-0: %w", consumerOffsetsTopic, err)
 		}
+		// The groups' offsets of the transaction (TxnOffsetCommit) are decided at the marker, as
+		// Kafka's are and as replayGroups decides them: none pending when the groups are not
+		// loaded (they are loaded from the log, marker included).
+		c.s.groups.CompleteTxnOffsets(m.producerID, commit)
 	}
 	next := m.txnFields
 	next.state = kmsg.TransactionStateCompleteAbort
@@ -688,8 +757,9 @@ func (c *txnCoordinator) appendOffsets(ctx context.Context, prod *producerFields
 }
 
 // pendingPositions reads back from __consumer_offsets-0 the reader positions of producer pid's
-// open transaction there: its batches from the first offset of that transaction on. None when it
-// has no open transaction in that log (its marker was written, and the positions with it).
+// open transaction there: the records keyed under readerGroupPrefix of its batches from the
+// first offset of that transaction on (the others are groups' offsets). None when it has no open
+// transaction in that log (its marker was written, and the positions with it).
 func (c *txnCoordinator) pendingPositions(pid int64) (map[string]map[string]map[int32]int64, error) {
 	e, ok := c.offsets.producers.m.Entry(pid)
 	if !ok || e.CurrentTxnFirstOffset < 0 {
@@ -710,11 +780,14 @@ func (c *txnCoordinator) pendingPositions(pid int64) (map[string]map[string]map[
 			if err := k.ReadFrom(r.Key); err != nil {
 				return fmt.Errorf("%w: offset commit key at %d: %w", ErrCorrupt, h.BaseOffset, err)
 			}
+			// A group's offset (TxnOffsetCommit) is the group coordinator's, decided at the marker.
+			reader, ok := strings.CutPrefix(k.Group, readerGroupPrefix)
+			if !ok {
+				continue
+			}
 			if err := v.ReadFrom(r.Value); err != nil {
 				return fmt.Errorf("%w: offset commit value at %d: %w", ErrCorrupt, h.BaseOffset, err)
 			}
-			// Written before the prefix existed, the group field is the bare reader name.
-			reader := strings.TrimPrefix(k.Group, readerGroupPrefix)
 			if out[reader] == nil {
 				out[reader] = map[string]map[int32]int64{}
 			}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -70,6 +71,13 @@ type Coordinator struct {
 	mu     sync.Mutex
 	groups map[string]*group
 	closed bool
+	// txnGroups are, by producer id, the groups holding offsets that producer's open
+	// transaction committed (Kafka's openGroupsForProducer); guarded by mu.
+	txnGroups map[int64]map[string]struct{}
+	// seq numbers the offset records in the order the storage holds them (the group's lock
+	// orders a group's appends), standing for Kafka's record offset when a transaction's
+	// offsets meet the committed ones (txn_offsets.go).
+	seq atomic.Uint64
 }
 
 // NewCoordinator returns a coordinator configured by cfg, with no groups: Replay loads the ones
@@ -89,7 +97,8 @@ func NewCoordinator(cfg Config) *Coordinator {
 	if cfg.NewMemberJoinTimeout == 0 {
 		cfg.NewMemberJoinTimeout = DefaultNewMemberJoinTimeout
 	}
-	c := &Coordinator{cfg: cfg, clock: cfg.Clock, logger: cfg.Logger, groups: map[string]*group{}}
+	c := &Coordinator{cfg: cfg, clock: cfg.Clock, logger: cfg.Logger, groups: map[string]*group{},
+		txnGroups: map[int64]map[string]struct{}{}}
 	if c.clock == nil {
 		c.clock = SystemClock{}
 	}
@@ -161,7 +170,12 @@ type group struct {
 	syncTimer      Timer
 	timerSeq       uint64 // identifies the group's current join and sync timers
 	offsets        map[TopicPartition]OffsetAndMetadata
-	dead           bool
+	// offsetSeq is the Coordinator.seq of the record of each committed offset.
+	offsetSeq map[TopicPartition]uint64
+	// txnOffsets are the offsets of open transactions, by producer id, until their marker
+	// (Kafka's pendingTransactionalOffsetCommits).
+	txnOffsets map[int64]map[TopicPartition]txnOffset
+	dead       bool
 }
 
 // member is a group member (Kafka's ClassicGroupMember).
@@ -240,7 +254,8 @@ func (c *Coordinator) getGroup(id string, create bool) (*group, error) {
 
 func newGroup(id string, now time.Time) *group {
 	return &group{id: id, stateTime: now, members: map[string]*member{}, static: map[string]string{},
-		pending: map[string]*member{}, pendingSync: map[string]struct{}{}, offsets: map[TopicPartition]OffsetAndMetadata{}}
+		pending: map[string]*member{}, pendingSync: map[string]struct{}{}, offsets: map[TopicPartition]OffsetAndMetadata{},
+		offsetSeq: map[TopicPartition]uint64{}, txnOffsets: map[int64]map[TopicPartition]txnOffset{}}
 }
 
 // lockGroup returns the group of id locked, or an error: ErrCoordinatorNotAvailable once closed
@@ -765,7 +780,10 @@ func (c *Coordinator) DeleteGroup(ctx context.Context, id string) error {
 		return fmt.Errorf("%w: group %s is %s with %d members", ErrNonEmptyGroup, id, g.state, len(g.members))
 	}
 	if c.cfg.Storage != nil {
-		recs := append(offsetTombstones(g.id, slices.Collect(maps.Keys(g.offsets))), StorageRecord{Key: groupKey(g.id)})
+		// The offsets of open transactions get tombstones too, so that a commit of theirs left
+		// in the log cannot bring the group back when its tombstone is gone (Kafka's
+		// OffsetMetadataManager.deleteAllOffsets).
+		recs := append(offsetTombstones(g.id, g.offsetKeys(func(TopicPartition) bool { return true })), StorageRecord{Key: groupKey(g.id)})
 		if err := c.cfg.Storage.Append(ctx, recs); err != nil {
 			return fmt.Errorf("group %s: delete: %w", id, err)
 		}

@@ -1,6 +1,6 @@
 // Package group is a consumer group coordinator: Kafka's classic group protocol (JoinGroup,
-// SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete, ListGroups,
-// DescribeGroups, DeleteGroups) over in-memory state kept durably in Kafka's __consumer_offsets
+// SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, TxnOffsetCommit, OffsetFetch, OffsetDelete,
+// ListGroups, DescribeGroups, DeleteGroups) over in-memory state kept durably in Kafka's __consumer_offsets
 // record formats, and the assignors members run (range, roundrobin, cooperative-sticky).
 //
 // The store (commitlog.Store) owns one Coordinator and stores its records in its internal log
@@ -19,6 +19,10 @@
 // member back to join. Commits (Coordinator.CommitOffsets) carry the member's generation, and one
 // from another generation is refused with ErrIllegalGeneration, so a member that lost its
 // partitions cannot move the group's positions.
+//
+// A producer's transaction commits a group's offsets with Coordinator.CommitTxnOffsets (Kafka's
+// TxnOffsetCommit): they are stored as the transaction's records and stay pending until
+// CompleteTxnOffsets at its marker makes them the group's, or drops them (txn_offsets.go).
 //
 // The leader member computes the assignment, rather than the coordinator as in KIP-848, because
 // Kafka's clients in use speak the classic protocol and bring their own assignors: one

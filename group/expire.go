@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -58,7 +59,10 @@ func (c *Coordinator) expireGroupOffsets(ctx context.Context, g *group, now time
 			}
 		}
 	}
-	deleteGroup := g.state == Empty && len(g.members) == 0 && len(g.offsets) == len(expired)
+	// An offset an open transaction also committed stays until the transaction ends, and so
+	// does its group (Kafka's OffsetMetadataManager.cleanupExpiredOffsets).
+	expired = slices.DeleteFunc(expired, g.hasTxnOffset)
+	deleteGroup := g.state == Empty && len(g.members) == 0 && len(g.offsets) == len(expired) && len(g.txnOffsets) == 0
 	if len(expired) == 0 && !deleteGroup {
 		return 0, nil
 	}
@@ -72,7 +76,7 @@ func (c *Coordinator) expireGroupOffsets(ctx context.Context, g *group, now time
 		}
 	}
 	for _, tp := range expired {
-		delete(g.offsets, tp)
+		g.removeOffset(tp)
 	}
 	if len(expired) > 0 {
 		c.logger.Info("group offsets expired", "group", g.id, "offsets", len(expired), "retention", retention)

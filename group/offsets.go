@@ -58,7 +58,10 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req CommitRequest) erro
 			return fmt.Errorf("%w: group %s: commit not stored: %w", ErrCoordinatorNotAvailable, g.id, err)
 		}
 	}
-	maps.Copy(g.offsets, offsets)
+	seq := c.seq.Add(1)
+	for tp, o := range offsets {
+		g.offsets[tp], g.offsetSeq[tp] = o, seq
+	}
 	return nil
 }
 
@@ -109,7 +112,8 @@ func (c *Coordinator) FetchOffsets(group string, partitions []TopicPartition) (m
 }
 
 // DeleteOffsets is Kafka's OffsetDelete: the group's committed offsets of the partitions are
-// removed (tombstones stored first). It returns a per-partition error: ErrGroupSubscribedToTopic
+// removed (tombstones stored first), with the offsets open transactions committed there, which
+// their commit then no longer brings back. It returns a per-partition error: ErrGroupSubscribedToTopic
 // for a partition of a topic the group's members subscribe to (a consumer group that is not
 // Empty). The error is ErrGroupIDNotFound when the group does not exist.
 func (c *Coordinator) DeleteOffsets(ctx context.Context, group string, partitions []TopicPartition) (map[TopicPartition]error, error) {
@@ -127,7 +131,7 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, group string, partition
 			continue
 		}
 		errs[tp] = nil
-		if _, ok := g.offsets[tp]; ok {
+		if g.hasOffset(tp) {
 			del = append(del, tp)
 		}
 	}
@@ -137,7 +141,7 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, group string, partition
 		}
 	}
 	for _, tp := range del {
-		delete(g.offsets, tp)
+		g.removeOffset(tp)
 	}
 	return errs, nil
 }
@@ -175,24 +179,20 @@ func (g *group) subscribedTopics() map[string]struct{} {
 }
 
 // DeleteTopicOffsets removes every group's committed offsets of topic (tombstones stored first),
-// as Kafka's coordinator does when a topic is deleted (GroupMetadataManager.onPartitionsDeleted).
+// and those open transactions hold, as Kafka's coordinator does when a topic is deleted
+// (GroupMetadataManager.onPartitionsDeleted).
 func (c *Coordinator) DeleteTopicOffsets(ctx context.Context, topic string) error {
 	gs := c.allGroups()
 	for _, g := range gs {
 		g.mu.Lock()
-		var del []TopicPartition
-		for tp := range g.offsets {
-			if tp.Topic == topic {
-				del = append(del, tp)
-			}
-		}
+		del := g.offsetKeys(func(tp TopicPartition) bool { return tp.Topic == topic })
 		var err error
 		if len(del) > 0 && c.cfg.Storage != nil {
 			err = c.cfg.Storage.Append(ctx, offsetTombstones(g.id, del))
 		}
 		if err == nil {
 			for _, tp := range del {
-				delete(g.offsets, tp)
+				g.removeOffset(tp)
 			}
 		}
 		g.mu.Unlock()

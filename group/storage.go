@@ -88,7 +88,9 @@ func (c *Coordinator) storeGroup(g *group) error {
 // loading of Kafka's GroupMetadataManager. An offset record sets (or, as a tombstone, deletes) a
 // committed offset; a group record sets the group's generation, protocol, leader and members
 // (each with its subscription and assignment), or deletes the group. Call it for every record
-// before Start. Returns ErrBadRecord for a record that does not decode; nothing is applied of it.
+// of the storage's non-transactional batches before Start, and ReplayTxnOffset and
+// ReplayTxnMarker for those of transactions, in the same order. Returns ErrBadRecord for a
+// record that does not decode; nothing is applied of it.
 func (c *Coordinator) Replay(key, value []byte) error {
 	if len(key) < 2 {
 		return fmt.Errorf("%w: key of %d bytes", ErrBadRecord, len(key))
@@ -98,31 +100,24 @@ func (c *Coordinator) Replay(key, value []byte) error {
 	now := c.clock.Now()
 	switch version := int16(binary.BigEndian.Uint16(key)); version {
 	case 0, 1:
-		var k kmsg.OffsetCommitKey
-		if err := k.ReadFrom(key); err != nil {
-			return fmt.Errorf("%w: offset key: %w", ErrBadRecord, err)
+		id, tp, o, err := parseOffsetRecord(key, value)
+		if err != nil {
+			return err
 		}
-		tp := TopicPartition{Topic: k.Topic, Partition: k.Partition}
-		g := c.groups[k.Group]
-		if value == nil {
+		g := c.groups[id]
+		if o == nil {
+			// A tombstone: the committed offset goes, and so do those of open transactions,
+			// committed before it (Kafka's OffsetMetadataManager.replay).
 			if g != nil {
-				delete(g.offsets, tp)
+				g.removeOffset(tp)
 			}
 			return nil
 		}
-		var v kmsg.OffsetCommitValue
-		if err := v.ReadFrom(value); err != nil {
-			return fmt.Errorf("%w: offset value of group %s: %w", ErrBadRecord, k.Group, err)
-		}
 		if g == nil {
-			g = newGroup(k.Group, now)
-			c.groups[k.Group] = g
+			g = newGroup(id, now)
+			c.groups[id] = g
 		}
-		epoch := v.LeaderEpoch
-		if v.Version < 3 {
-			epoch = -1
-		}
-		g.offsets[tp] = OffsetAndMetadata{Offset: v.Offset, LeaderEpoch: epoch, Metadata: v.Metadata, CommitTime: time.UnixMilli(v.CommitTimestamp)}
+		g.offsets[tp], g.offsetSeq[tp] = *o, c.seq.Add(1)
 	case 2:
 		var k kmsg.GroupMetadataKey
 		if err := k.ReadFrom(key); err != nil {
@@ -195,6 +190,28 @@ func (c *Coordinator) Replay(key, value []byte) error {
 		return fmt.Errorf("%w: key version %d", ErrBadRecord, version)
 	}
 	return nil
+}
+
+// parseOffsetRecord decodes an offset record (key version 0 or 1): its group, its partition and
+// its offset, nil for a tombstone. ErrBadRecord when it does not decode.
+func parseOffsetRecord(key, value []byte) (string, TopicPartition, *OffsetAndMetadata, error) {
+	var k kmsg.OffsetCommitKey
+	if err := k.ReadFrom(key); err != nil {
+		return "", TopicPartition{}, nil, fmt.Errorf("%w: offset key: %w", ErrBadRecord, err)
+	}
+	tp := TopicPartition{Topic: k.Topic, Partition: k.Partition}
+	if value == nil {
+		return k.Group, tp, nil, nil
+	}
+	var v kmsg.OffsetCommitValue
+	if err := v.ReadFrom(value); err != nil {
+		return "", TopicPartition{}, nil, fmt.Errorf("%w: offset value of group %s: %w", ErrBadRecord, k.Group, err)
+	}
+	epoch := v.LeaderEpoch
+	if v.Version < 3 {
+		epoch = -1
+	}
+	return k.Group, tp, &OffsetAndMetadata{Offset: v.Offset, LeaderEpoch: epoch, Metadata: v.Metadata, CommitTime: time.UnixMilli(v.CommitTimestamp)}, nil
 }
 
 // Start starts the session timers of the members Replay loaded, as Kafka's coordinator does
