@@ -72,6 +72,10 @@ func runKillChild(mode, addr string) int {
 			for i := range 10 {
 				cl.Produce(ctx, &kgo.Record{Value: fmt.Appendf(nil, "t%05d-%d", txn, i)}, nil)
 			}
+			if err := cl.Flush(ctx); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 2
+			}
 			if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return 2

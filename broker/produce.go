@@ -2,6 +2,9 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -73,6 +76,11 @@ func handleProduce(ctx context.Context, c *conn, r *request) (reply, error) {
 				sp.ErrorCode = errUnknownTopic
 				continue
 			}
+			if err := c.verifyTransactional(t.Name(), p.ID(), rp.Records); err != nil {
+				sp.ErrorCode = errorCode(err)
+				sp.ErrorMessage = kmsg.StringPtr(err.Error())
+				continue
+			}
 			jobs = append(jobs, job{p: p, recs: rp.Records, out: sp})
 		}
 	}
@@ -115,4 +123,29 @@ func produceError(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse, code int
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp
+}
+
+// verifyTransactional checks, for batches of a transactional producer, that the producer's
+// open transaction holds the partition (KIP-890 part 1, Kafka's produce-side verification
+// against the transaction coordinator): a batch of a transaction that never added the
+// partition, or that ended, is INVALID_TXN_STATE, so that a late write cannot leave a
+// transaction open in the partition forever. The batches' own checks are the log's.
+func (c *conn) verifyTransactional(topic string, partition int32, batches []byte) error {
+	// RecordBatch v2: attributes at byte 21, producer id at 43, producer epoch at 51.
+	if len(batches) < 61 || batches[16] != 2 {
+		return nil
+	}
+	attrs := binary.BigEndian.Uint16(batches[21:23])
+	if attrs&0x10 == 0 || attrs&0x20 != 0 { // not transactional, or a control batch
+		return nil
+	}
+	pid := int64(binary.BigEndian.Uint64(batches[43:51]))
+	epoch := int16(binary.BigEndian.Uint16(batches[51:53]))
+	err := c.srv.store.VerifyTxnPartition(pid, epoch, topic, partition)
+	if errors.Is(err, commitlog.ErrConcurrentTransactions) {
+		// Kafka's produce path answers a transaction being completed with NOT_ENOUGH_REPLICAS,
+		// which every client retries.
+		return fmt.Errorf("%w: %w", kerr.NotEnoughReplicas, err)
+	}
+	return err
 }
