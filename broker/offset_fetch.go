@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/commitlog-go/commitlog/group"
@@ -21,10 +22,10 @@ import (
 // its own error; version 9's member id and epoch are KIP-848's and not checked for a classic
 // group, as Kafka does not check them.
 //
-// require_stable (v7+, KIP-447) asks for UNSTABLE_OFFSET_COMMIT on partitions with a pending
-// transactional commit. The coordinator holds no transactional commits of Kafka clients' groups
-// (TxnOffsetCommit does not reach it: the store's own transactions keep their reader positions
-// apart), so no partition is pending and the flag changes nothing.
+// require_stable (v7+, KIP-447) answers UNSTABLE_OFFSET_COMMIT, with offset -1, for each
+// partition with a transactional commit (TxnOffsetCommit) whose transaction has not ended
+// (group.Coordinator.HasPendingTxnOffsets), so that a consumer does not start from an offset
+// about to move; the client retries.
 //
 // Error codes: COORDINATOR_NOT_AVAILABLE for a group when the coordinator is closed; versions 2
 // to 7 answer it at the top level, version 1 on each partition asked, as Kafka does.
@@ -42,7 +43,7 @@ func handleOffsetFetch(_ context.Context, c *conn, r *request) (reply, error) {
 			}
 			g := kmsg.NewOffsetFetchResponseGroup()
 			g.Group = rg.Group
-			g.Topics, g.ErrorCode = c.fetchGroupOffsets(rg.Group, asked, rg.Topics == nil)
+			g.Topics, g.ErrorCode = c.fetchGroupOffsets(rg.Group, asked, rg.Topics == nil, req.RequireStable)
 			resp.Groups = append(resp.Groups, g)
 		}
 		return reply{msg: resp}, nil
@@ -53,7 +54,7 @@ func handleOffsetFetch(_ context.Context, c *conn, r *request) (reply, error) {
 		asked = append(asked, offsetFetchTopic{topic: t.Topic, partitions: t.Partitions})
 	}
 	all := req.Topics == nil && r.version >= 2
-	topics, code := c.fetchGroupOffsets(req.Group, asked, all)
+	topics, code := c.fetchGroupOffsets(req.Group, asked, all, r.version >= 7 && req.RequireStable)
 	if code != errNone {
 		if r.version >= 2 {
 			resp.ErrorCode = code
@@ -83,8 +84,9 @@ type offsetFetchTopic struct {
 
 // fetchGroupOffsets answers one group of an OffsetFetch: the partitions asked, or with all every
 // partition the group has an offset for (ordered by topic and partition), and the group's error
-// code.
-func (c *conn) fetchGroupOffsets(id string, asked []offsetFetchTopic, all bool) ([]kmsg.OffsetFetchResponseGroupTopic, int16) {
+// code. With requireStable a partition with a pending transactional commit is
+// UNSTABLE_OFFSET_COMMIT.
+func (c *conn) fetchGroupOffsets(id string, asked []offsetFetchTopic, all, requireStable bool) ([]kmsg.OffsetFetchResponseGroupTopic, int16) {
 	var tps []group.TopicPartition
 	if !all {
 		tps = []group.TopicPartition{}
@@ -112,7 +114,18 @@ func (c *conn) fetchGroupOffsets(id string, asked []offsetFetchTopic, all bool) 
 			last.partitions = append(last.partitions, tp.Partition)
 		}
 	}
-	return offsetFetchAnswer(asked, offsets, errNone), errNone
+	out := offsetFetchAnswer(asked, offsets, errNone)
+	if requireStable {
+		for i := range out {
+			for j := range out[i].Partitions {
+				gp := &out[i].Partitions[j]
+				if c.srv.groups.HasPendingTxnOffsets(id, group.TopicPartition{Topic: out[i].Topic, Partition: gp.Partition}) {
+					gp.ErrorCode, gp.Offset, gp.LeaderEpoch = kerr.UnstableOffsetCommit.Code, -1, -1
+				}
+			}
+		}
+	}
+	return out, errNone
 }
 
 // offsetFetchAnswer answers the partitions asked with their offsets: -1, leader epoch -1 and

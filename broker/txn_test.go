@@ -193,3 +193,61 @@ func TestTransactionErrors(t *testing.T) {
 	require.Equal(t, kerr.InvalidProducerIDMapping.Code, resp.ErrorCode)
 }
 
+
+// TestOffsetFetchRequireStable: while a transaction holds a group's offset commit, an
+// OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for that partition (KIP-447),
+// and after the commit the offset.
+func TestOffsetFetchRequireStable(t *testing.T) {
+	b := startBroker(t, nil, Config{})
+	b.createTopic(t, "t", 1)
+	ctx := testContext(t)
+	cl := b.client(t)
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr("stable"), 10_000
+	ir, err := init.RequestWith(ctx, cl)
+	require.NoError(t, err)
+	require.Equal(t, int16(0), ir.ErrorCode)
+	addOffsets := kmsg.NewPtrAddOffsetsToTxnRequest()
+	addOffsets.TransactionalID, addOffsets.ProducerID, addOffsets.ProducerEpoch, addOffsets.Group = "stable", ir.ProducerID, ir.ProducerEpoch, "g"
+	ar, err := addOffsets.RequestWith(ctx, cl)
+	require.NoError(t, err)
+	require.Equal(t, int16(0), ar.ErrorCode)
+	commit := kmsg.NewPtrTxnOffsetCommitRequest()
+	commit.TransactionalID, commit.Group, commit.ProducerID, commit.ProducerEpoch, commit.Generation = "stable", "g", ir.ProducerID, ir.ProducerEpoch, -1
+	ct := kmsg.NewTxnOffsetCommitRequestTopic()
+	ct.Topic = "t"
+	cp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	cp.Partition, cp.Offset = 0, 7
+	ct.Partitions = append(ct.Partitions, cp)
+	commit.Topics = append(commit.Topics, ct)
+	cr, err := commit.RequestWith(ctx, cl)
+	require.NoError(t, err)
+	require.Equal(t, int16(0), cr.Topics[0].Partitions[0].ErrorCode)
+
+	fetch := func() (int16, int64) {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.RequireStable = true
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group = "g"
+		tp := kmsg.NewOffsetFetchRequestGroupTopic()
+		tp.Topic, tp.Partitions = "t", []int32{0}
+		g.Topics = append(g.Topics, tp)
+		req.Groups = append(req.Groups, g)
+		resp, err := req.RequestWith(ctx, cl)
+		require.NoError(t, err)
+		p := resp.Groups[0].Topics[0].Partitions[0]
+		return p.ErrorCode, p.Offset
+	}
+	code, off := fetch()
+	require.Equal(t, kerr.UnstableOffsetCommit.Code, code)
+	require.Equal(t, int64(-1), off)
+
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = "stable", ir.ProducerID, ir.ProducerEpoch, true
+	er, err := end.RequestWith(ctx, cl)
+	require.NoError(t, err)
+	require.Equal(t, int16(0), er.ErrorCode)
+	code, off = fetch()
+	require.Equal(t, int16(0), code)
+	require.Equal(t, int64(7), off)
+}
