@@ -19,6 +19,7 @@ type Topic struct {
 	now        func() time.Time // the store's clock (WithClock), for ApplyRetention
 	name       string
 	cfg        TopicConfig
+	stored     TopicConfig // as given (zero fields for the defaults), as the store keeps it
 	partitions []*Partition
 
 	partitioner atomic.Pointer[Partitioner]
@@ -33,7 +34,7 @@ type Topic struct {
 
 // openTopic opens (creating when missing) every partition of a topic.
 func openTopic(s *Store, name string, cfg TopicConfig) (*Topic, error) {
-	t := &Topic{positions: s, now: s.o.now, name: name, cfg: cfg}
+	t := &Topic{positions: s, now: s.o.now, name: name, cfg: cfg, stored: cfg}
 	p := KeyHashPartitioner()
 	t.partitioner.Store(&p)
 	for i := range cfg.Partitions {
@@ -53,6 +54,13 @@ func (t *Topic) Name() string { return t.name }
 
 // Config returns the topic's configuration, defaults filled in.
 func (t *Topic) Config() TopicConfig { return t.cfg }
+
+// StoredConfig returns the topic's configuration as given to CreateTopic (or AlterTopicConfig),
+// as the store keeps it: a zero field takes its default, and Sync SyncDefault the store's
+// WithSync. It is the base for a change of one config (SetKafkaConfig, ResetKafkaConfig, then
+// AlterTopicConfig), and KafkaConfigOverrides of it tells the configs the topic sets from the
+// defaults. A topic adopted from folders without a configuration has only its partition count.
+func (t *Topic) StoredConfig() TopicConfig { return t.stored }
 
 // PartitionCount returns the number of partitions.
 func (t *Topic) PartitionCount() int32 { return int32(len(t.partitions)) }
