@@ -12,14 +12,6 @@ import (
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
 
-// ErrUnknownConfig is returned by SetKafkaConfig and ResetKafkaConfig for a config name that
-// TopicConfig does not model: a name Kafka does not know, or a Kafka topic config this library
-// has no field for (preallocate, segment.jitter.ms, unclean.leader.election.enable,
-// message.timestamp.before.max.ms, the remote storage and throttling configs, ...). Kafka's
-// broker answers INVALID_CONFIG ("Unknown topic config name") for the first kind; it wraps
-// ErrInvalidConfig, so errors.Is(err, ErrInvalidConfig) holds for it too.
-var ErrUnknownConfig = fmt.Errorf("%w: unknown topic config name", ErrInvalidConfig)
-
 // kafkaNever is Kafka's Long.MAX_VALUE, the value of a ms or count config that never applies
 // (flush.ms, flush.messages, max.compaction.lag.ms, message.timestamp.after.max.ms).
 const kafkaNever = math.MaxInt64
