@@ -209,3 +209,7 @@ var ErrKeylessRecord = fmt.Errorf("%w: compacted topic cannot accept a record wi
 // broker answers INVALID_CONFIG ("Unknown topic config name") for the first kind; it wraps
 // ErrInvalidConfig, so errors.Is(err, ErrInvalidConfig) holds for it too.
 var ErrUnknownConfig = fmt.Errorf("%w: unknown topic config name", ErrInvalidConfig)
+
+// ErrInvalidPartitions is returned by CreatePartitions for a partition count that is not larger
+// than the topic's, or is above MaxPartitions (Kafka's INVALID_PARTITIONS). Nothing is created.
+var ErrInvalidPartitions = errors.New("commitlog: invalid partition count")
