@@ -213,3 +213,8 @@ var ErrUnknownConfig = fmt.Errorf("%w: unknown topic config name", ErrInvalidCon
 // ErrInvalidPartitions is returned by CreatePartitions for a partition count that is not larger
 // than the topic's, or is above MaxPartitions (Kafka's INVALID_PARTITIONS). Nothing is created.
 var ErrInvalidPartitions = errors.New("commitlog: invalid partition count")
+
+// ErrPolicyViolation is returned by DeleteRecords on a partition whose cleanup.policy does not
+// delete (compact alone): Kafka's broker refuses it with POLICY_VIOLATION ("Records of partition
+// ... can not be deleted due to the configured policy"). Nothing is deleted.
+var ErrPolicyViolation = errors.New("commitlog: policy violation")

@@ -130,7 +130,7 @@ func (l *Log) ApplyRetentionAt(now time.Time) (int, error) {
 func (l *Log) retentionCount(now time.Time) int {
 	if !l.conf().CleanupPolicy.Delete() {
 		// cleanup.policy=compact alone: retention deletes nothing (the log start offset still
-		// moves by DeleteRecords and a follower's leader).
+		// moves by a follower's leader; DeleteRecords refuses such a log, as Kafka does).
 		return 0
 	}
 	l.mu.RLock()
