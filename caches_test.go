@@ -134,7 +134,7 @@ func TestFileCacheRetiredSegmentReopens(t *testing.T) {
 		l.mu.RLock()
 		s.Acquire()
 		l.mu.RUnlock()
-		l.cfg.RetentionBytes = 0 // every sealed segment goes
+		setLogConf(l, func(c *LogConfig) { c.RetentionBytes = 0 }) // every sealed segment goes
 		n, err := l.ApplyRetentionAt(testEpoch)
 		require.NoError(t, err)
 		require.Greater(t, n, 10)
@@ -242,7 +242,7 @@ func TestFileCacheSharedByStore(t *testing.T) {
 	for _, name := range []string{"a", "b", "c"} {
 		tp, err := s.CreateTopic(name, TopicConfig{Partitions: 2, LogConfig: smallSegmentConfig()})
 		require.NoError(t, err)
-		for _, p := range tp.partitions {
+		for _, p := range tp.parts() {
 			require.Same(t, c, logFileCache(p.log))
 			logs = append(logs, p.log)
 		}

@@ -108,13 +108,19 @@ type LogConfig struct {
 	// behind still sees the delete, and is removed by the first clean after that. 0 means
 	// DefaultDeleteRetention (24 hours); negative means none (removed by the next clean).
 	DeleteRetention time.Duration
+
+	// maxBatchFloor is, when a live change lowered max.message.bytes (AlterTopicConfig), the
+	// largest max.message.bytes the log ran under before, bytes; 0 otherwise. The batches stored
+	// under it stay readable: reads and recovery bound a stored batch's size by the larger of
+	// it and MaxMessageBytes (see newLiveConfig, readDecompressLimit). Stored with the topic.
+	maxBatchFloor int
 }
 
 // readDecompressLimit bounds the decompressed size of one stored batch when it is read. Kafka
 // applies max.message.bytes to a batch's compressed size, so a batch a broker (or this log under an
 // earlier, larger limit) accepted may decompress to far more than max.message.bytes; reads allow
 // at least 64 MiB, enough for any batch Kafka's clients produce, still bounded against bombs.
-func (c *LogConfig) readDecompressLimit() int { return max(c.MaxMessageBytes, 64<<20) }
+func (c *LogConfig) readDecompressLimit() int { return max(c.MaxMessageBytes, c.maxBatchFloor, 64<<20) }
 
 // resolve returns c as a log runs it, with the sync policy its write path asks: zero fields set to
 // Kafka's defaults and Sync resolved against inherited, WithSync's policy (resolveSync). The error

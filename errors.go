@@ -224,3 +224,20 @@ func (e *LogTruncatedError) Unwrap() error { return ErrLogTruncated }
 // ErrInvalidRecord, as Kafka answers INVALID_RECORD ("Compacted topic cannot accept message
 // without key", LogValidator.validateKey).
 var ErrKeylessRecord = fmt.Errorf("%w: compacted topic cannot accept a record without a key", ErrInvalidRecord)
+
+// ErrUnknownConfig is returned by SetKafkaConfig and ResetKafkaConfig for a config name that
+// TopicConfig does not model: a name Kafka does not know, or a Kafka topic config this library
+// has no field for (preallocate, segment.jitter.ms, unclean.leader.election.enable,
+// message.timestamp.before.max.ms, the remote storage and throttling configs, ...). Kafka's
+// broker answers INVALID_CONFIG ("Unknown topic config name") for the first kind; it wraps
+// ErrInvalidConfig, so errors.Is(err, ErrInvalidConfig) holds for it too.
+var ErrUnknownConfig = fmt.Errorf("%w: unknown topic config name", ErrInvalidConfig)
+
+// ErrInvalidPartitions is returned by CreatePartitions for a partition count that is not larger
+// than the topic's, or is above MaxPartitions (Kafka's INVALID_PARTITIONS). Nothing is created.
+var ErrInvalidPartitions = errors.New("commitlog: invalid partition count")
+
+// ErrPolicyViolation is returned by DeleteRecords on a partition whose cleanup.policy does not
+// delete (compact alone): Kafka's broker refuses it with POLICY_VIOLATION ("Records of partition
+// ... can not be deleted due to the configured policy"). Nothing is deleted.
+var ErrPolicyViolation = errors.New("commitlog: policy violation")

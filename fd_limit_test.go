@@ -135,7 +135,7 @@ func TestStoreCloseReleasesDescriptorsAndMappings(t *testing.T) {
 			require.NoError(t, r.Close())
 			// Reads by offset map the .log files they read.
 			var rec Record
-			for _, p := range tp.partitions {
+			for _, p := range tp.parts() {
 				for off := p.LogStartOffset(); off < p.LogEndOffset(); off += 7 {
 					require.NoError(t, p.ReadRecord(off, &rec))
 					require.NoError(t, fdCheckRecord(&rec))
@@ -147,7 +147,7 @@ func TestStoreCloseReleasesDescriptorsAndMappings(t *testing.T) {
 		require.Positive(t, deleted)
 		segments := 0
 		for _, tp := range topics {
-			for _, p := range tp.partitions {
+			for _, p := range tp.parts() {
 				segments += p.SegmentCount()
 			}
 		}
@@ -272,7 +272,7 @@ func TestDescriptorLimitChild(t *testing.T) {
 	// 12 records a call, 3 a partition: a batch of 3 KiB, so about one segment per batch.
 	checkEMFILE("append", fdAppend(ctx, tp, 0, total, 12))
 	segments := 0
-	for _, p := range tp.partitions {
+	for _, p := range tp.parts() {
 		segments += p.SegmentCount()
 	}
 
@@ -290,7 +290,7 @@ func TestDescriptorLimitChild(t *testing.T) {
 			}
 			defer r.Close()
 			for time.Now().Before(deadline) {
-				p := tp.partitions[rng.IntN(len(tp.partitions))]
+				p := tp.parts()[rng.IntN(len(tp.parts()))]
 				switch rng.IntN(4) {
 				case 0: // a time seek: every partition through its time index
 					err = r.SeekToTime(time.UnixMilli(0))

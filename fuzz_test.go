@@ -370,11 +370,11 @@ func fuzzSeedSegment(t *testing.T) (logData, indexData []byte) {
 		},
 	}
 	for i, recs := range calls {
+		codec := CompressionNone
 		if i == 1 {
-			l.cfg.Compression = CompressionGzip
-		} else {
-			l.cfg.Compression = CompressionNone
+			codec = CompressionGzip
 		}
+		setLogConf(l, func(c *LogConfig) { c.Compression = codec })
 		if err := l.Append(ctx, recs...); err != nil {
 			t.Fatal(err)
 		}

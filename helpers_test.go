@@ -605,3 +605,11 @@ func crashImage(t *testing.T, ffs *faultfs.FS, mode faultfs.Mode) fsys.FS {
 }
 
 var powerLossModes = []faultfs.Mode{faultfs.PowerLossKeep, faultfs.PowerLossDrop, faultfs.PowerLossTorn, faultfs.PowerLoss}
+
+// setLogConf changes l's live configuration in place, as tests that poke a field the config
+// checks would refuse (or that change one between appends) do; f's result is not validated.
+func setLogConf(l *Log, f func(c *LogConfig)) {
+	c := *l.conf()
+	f(&c)
+	l.live.Store(newLiveConfig(c))
+}

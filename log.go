@@ -28,9 +28,12 @@ const lockFileName = ".lock"
 // serialised); any number of goroutines read concurrently, and readers never wait for a write's
 // I/O. A Log is safe for concurrent use.
 type Log struct {
-	dir    string
-	cfg    LogConfig
-	sync   syncPolicy // cfg.Sync resolved: every branch of the write path on the policy asks it
+	dir string
+	// live is the configuration the log runs (defaults filled in) with what its segments use of
+	// it; reconfigure (a topic's AlterTopicConfig) replaces it whole, so a reader takes it once
+	// (conf, segConf) and sees one configuration.
+	live   atomic.Pointer[liveConfig]
+	sync   syncPolicy // the config's Sync resolved: every branch of the write path on the policy asks it
 	fs     fsys.FS
 	logger *slog.Logger
 	now    func() time.Time
@@ -71,9 +74,8 @@ type Log struct {
 
 	builders sync.Pool // *recordbatch.Builder
 	readBufs sync.Pool // *[]byte batch buffers of ReadRecords and Scan, which hand out no bytes of them
-	// segCfg is what the segments use of cfg; caches the store-wide caches they share (the
-	// open-file bound, the record position cache); bufs the pooled buffers of their reads.
-	segCfg segment.Config
+	// caches are the store-wide caches the segments share (the open-file bound, the record
+	// position cache); bufs the pooled buffers of their reads.
 	caches segment.Caches
 	bufs   segment.Buffers
 
@@ -137,10 +139,8 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	if err != nil {
 		return nil, err
 	}
-	l = &Log{dir: dir, cfg: cfg, sync: policy, fs: o.fs, logger: o.logger.With("log", dir), now: o.now, caches: o.caches}
-	l.segCfg = segment.Config{IndexIntervalBytes: cfg.IndexIntervalBytes, SegmentBytes: cfg.SegmentBytes,
-		SegmentDuration: cfg.SegmentDuration, SegmentIndexBytes: cfg.SegmentIndexBytes,
-		MaxMessageBytes: cfg.MaxMessageBytes, MaxDecompressedBytes: cfg.readDecompressLimit()}
+	l = &Log{dir: dir, sync: policy, fs: o.fs, logger: o.logger.With("log", dir), now: o.now, caches: o.caches}
+	l.live.Store(newLiveConfig(cfg))
 	l.state = stateFile{fs: l.fs, dir: dir, logger: l.logger, owner: &l.owner}
 	l.gc.init()
 	l.cleaning.init(cleanerMemory(o))
@@ -180,7 +180,7 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	if haveState {
 		rewriteFrom = st.recoveryPoint
 	}
-	ld := logLoader{fs: l.fs, dir: dir, logger: l.logger, sync: l.sync, segCfg: &l.segCfg, caches: l.caches, state: &l.state}
+	ld := logLoader{fs: l.fs, dir: dir, logger: l.logger, sync: l.sync, segCfg: l.segConf(), caches: l.caches, state: &l.state}
 	rec, err := ld.run(rewriteFrom)
 	if err != nil {
 		return nil, err
@@ -212,7 +212,27 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 func (l *Log) Dir() string { return l.dir }
 
 // Config returns the log's configuration with defaults filled in.
-func (l *Log) Config() LogConfig { return l.cfg }
+func (l *Log) Config() LogConfig { return *l.conf() }
+
+// liveConfig is a log's configuration, defaults filled in, with what its segments use of it.
+// Never changed once published: a change publishes another.
+type liveConfig struct {
+	cfg LogConfig
+	seg segment.Config
+}
+
+// newLiveConfig returns the live configuration of the resolved config cfg.
+func newLiveConfig(cfg LogConfig) *liveConfig {
+	return &liveConfig{cfg: cfg, seg: segment.Config{IndexIntervalBytes: cfg.IndexIntervalBytes,
+		SegmentBytes: cfg.SegmentBytes, SegmentDuration: cfg.SegmentDuration, SegmentIndexBytes: cfg.SegmentIndexBytes,
+		MaxMessageBytes: max(cfg.MaxMessageBytes, cfg.maxBatchFloor), MaxDecompressedBytes: cfg.readDecompressLimit()}}
+}
+
+// conf returns the configuration the log runs now, defaults filled in; not to be changed.
+func (l *Log) conf() *LogConfig { return &l.live.Load().cfg }
+
+// segConf returns what new segments use of the configuration; not to be changed.
+func (l *Log) segConf() *segment.Config { return &l.live.Load().seg }
 
 // LogStartOffset returns the first offset the log holds or will hold (Kafka's log start
 // offset). Offsets below it were never written or have been deleted.

@@ -73,7 +73,7 @@ func (l *Log) appendProducerRecords(ctx context.Context, recs []*Record, await b
 	if len(recs) == 0 {
 		return writeTicket{}, nil
 	}
-	if l.cfg.CleanupPolicy.Compact() {
+	if l.conf().CleanupPolicy.Compact() {
 		if err := checkKeys(recs); err != nil {
 			return writeTicket{}, err
 		}
@@ -85,7 +85,7 @@ func (l *Log) appendProducerRecords(ctx context.Context, recs []*Record, await b
 	defer l.builders.Put(enc)
 	// The encoder gives records without a timestamp (all, under LogAppendTime) the append time
 	// and checks the others against TimestampAfterMax, as it encodes them.
-	w, err := enc.encode(recs, &l.cfg, now, l.latestTimestamp(now), prod)
+	w, err := enc.encode(recs, l.conf(), now, l.latestTimestamp(now), prod)
 	if err != nil {
 		return writeTicket{}, err
 	}
@@ -130,12 +130,12 @@ func (l *Log) appendRawLeader(ctx context.Context, batches []byte, await bool) (
 	if err != nil {
 		return t, 0, 0, err
 	}
-	if l.cfg.TimestampType == CreateTime {
+	if l.conf().TimestampType == CreateTime {
 		if now := l.now(); w.maxTimestamp > l.latestTimestamp(now) {
 			return t, 0, 0, l.timestampError(w.maxTimestamp, now)
 		}
 	}
-	if l.cfg.TimestampType == LogAppendTime {
+	if l.conf().TimestampType == LogAppendTime {
 		now := l.now().UnixMilli()
 		for _, b := range w.batches {
 			recordbatch.SetLogAppendTime(batches[b.position:b.position+int64(b.size)], now)
@@ -178,14 +178,14 @@ func (l *Log) AppendAsFollower(ctx context.Context, batches []byte) (lastOffset 
 // latestTimestamp returns the largest CreateTime timestamp (ms) an append at now accepts:
 // TimestampAfterMax ahead of it (Kafka's message.timestamp.after.max.ms), or no limit.
 func (l *Log) latestTimestamp(now time.Time) int64 {
-	if l.cfg.TimestampAfterMax < 0 {
+	if l.conf().TimestampAfterMax < 0 {
 		return math.MaxInt64
 	}
-	return now.Add(l.cfg.TimestampAfterMax).UnixMilli()
+	return now.Add(l.conf().TimestampAfterMax).UnixMilli()
 }
 
 // timestampError is the ErrInvalidTimestamp for a timestamp ts (ms) past latestTimestamp(now).
-func (l *Log) timestampError(ts int64, now time.Time) error { return timestampError(&l.cfg, ts, now) }
+func (l *Log) timestampError(ts int64, now time.Time) error { return timestampError(l.conf(), ts, now) }
 
 // timestampError is Log.timestampError for a log of configuration cfg.
 func timestampError(cfg *LogConfig, ts int64, now time.Time) error {
@@ -200,12 +200,12 @@ func (l *Log) validateRaw(data []byte, leader bool) (*pendingWrite, error) {
 		return nil, fmt.Errorf("%w: no batches", ErrCorrupt)
 	}
 	w := &pendingWrite{data: data, maxTimestamp: -1}
-	lim := recordbatch.Limits{MaxBatchSize: l.cfg.MaxMessageBytes, MaxDecompressedSize: l.cfg.MaxMessageBytes}
+	lim := recordbatch.Limits{MaxBatchSize: l.conf().MaxMessageBytes, MaxDecompressedSize: l.conf().MaxMessageBytes}
 	var next int64
 	for pos := 0; pos < len(data); {
 		h, err := recordbatch.ParseHeader(data[pos:], 0)
-		if err == nil && h.Size() > l.cfg.MaxMessageBytes {
-			return nil, fmt.Errorf("%w: batch at byte %d is %d bytes, max.message.bytes is %d", ErrRecordTooLarge, pos, h.Size(), l.cfg.MaxMessageBytes)
+		if err == nil && h.Size() > l.conf().MaxMessageBytes {
+			return nil, fmt.Errorf("%w: batch at byte %d is %d bytes, max.message.bytes is %d", ErrRecordTooLarge, pos, h.Size(), l.conf().MaxMessageBytes)
 		}
 		if err == nil {
 			if leader {
@@ -221,7 +221,7 @@ func (l *Log) validateRaw(data []byte, leader bool) (*pendingWrite, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: batch at byte %d: %w", ErrCorrupt, pos, err)
 		}
-		if leader && l.cfg.CleanupPolicy.Compact() {
+		if leader && l.conf().CleanupPolicy.Compact() {
 			if err := checkBatchKeys(data[pos:], lim); err != nil {
 				return nil, fmt.Errorf("batch at byte %d: %w", pos, err)
 			}
@@ -459,7 +459,7 @@ func (l *Log) roll(newBase int64) error {
 			return l.fail(fmt.Errorf("seal %s: %w", old.Path(segment.LogSuffix), err))
 		}
 	}
-	seg, err := segment.Create(l.fs, l.dir, newBase, &l.segCfg, l.caches, l.spares.claim(newBase))
+	seg, err := segment.Create(l.fs, l.dir, newBase, l.segConf(), l.caches, l.spares.claim(newBase))
 	if err != nil {
 		// Nothing changed: the old segment is still the active one, whole and writable.
 		l.logger.Warn("creating the next segment failed; the log stays on its active segment", "base_offset", newBase, "err", err)

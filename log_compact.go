@@ -184,14 +184,14 @@ func (l *Log) planLocked(now time.Time) cleanPlan {
 		// watermark has not passed; whether their records count is not settled yet.
 		p.uncleanable = segs[segs.find(fuo)].BaseOffset()
 	}
-	youngest := now.UnixMilli() - l.cfg.MinCompactionLag.Milliseconds()
+	youngest := now.UnixMilli() - l.conf().MinCompactionLag.Milliseconds()
 	p.dirtyFrom = -1
 	for i, s := range segs[:len(segs)-1] {
 		if s.BaseOffset() >= p.uncleanable {
 			break
 		}
 		dirty := segs[i+1].BaseOffset() > p.firstDirty
-		if dirty && l.cfg.MinCompactionLag > 0 && (s.MaxTimestamp() > youngest || s.TimesUnknown()) {
+		if dirty && l.conf().MinCompactionLag > 0 && (s.MaxTimestamp() > youngest || s.TimesUnknown()) {
 			// min.compaction.lag.ms: this segment and the later ones wait.
 			p.uncleanable = s.BaseOffset()
 			break
@@ -227,16 +227,16 @@ func (l *Log) stateOf(p cleanPlan, now time.Time) CompactionState {
 	if total := p.cleanBytes + p.dirtyBytes; total > 0 {
 		st.DirtyRatio = float64(p.dirtyBytes) / float64(total)
 	}
-	if !l.cfg.CleanupPolicy.Compact() {
+	if !l.conf().CleanupPolicy.Compact() {
 		return st
 	}
 	switch {
-	case p.dirtyBytes > 0 && st.DirtyRatio > l.cfg.MinCleanableDirtyRatio:
+	case p.dirtyBytes > 0 && st.DirtyRatio > l.conf().MinCleanableDirtyRatio:
 		st.Due = true
 	case l.horizonDue(now):
 		st.Due = true
-	case l.cfg.MaxCompactionLag > 0 && p.dirtyBytes > 0:
-		st.Due = l.oldestDirtyBatch(p) < now.UnixMilli()-l.cfg.MaxCompactionLag.Milliseconds()
+	case l.conf().MaxCompactionLag > 0 && p.dirtyBytes > 0:
+		st.Due = l.oldestDirtyBatch(p) < now.UnixMilli()-l.conf().MaxCompactionLag.Milliseconds()
 	}
 	return st
 }
@@ -272,8 +272,8 @@ func (l *Log) oldestDirtyBatch(p cleanPlan) int64 {
 // A group of segments that retention or a truncation changed while it was copied is left as
 // it is, without error.
 func (l *Log) Compact(ctx context.Context) (CompactionResult, error) {
-	if !l.cfg.CleanupPolicy.Compact() {
-		return CompactionResult{}, fmt.Errorf("%w: %s: cleanup.policy %s does not compact", ErrInvalidConfig, l.dir, l.cfg.CleanupPolicy)
+	if !l.conf().CleanupPolicy.Compact() {
+		return CompactionResult{}, fmt.Errorf("%w: %s: cleanup.policy %s does not compact", ErrInvalidConfig, l.dir, l.conf().CleanupPolicy)
 	}
 	l.cleaning.mu.Lock()
 	defer l.cleaning.mu.Unlock()
@@ -345,12 +345,12 @@ func (l *Log) cleanPass(ctx context.Context, m *cleaner.OffsetMap, now time.Time
 	if err != nil {
 		return r, false, err
 	}
-	rules := cleaner.Rules{Map: m, Now: now.UnixMilli(), DeleteRetention: max(l.cfg.DeleteRetention, 0).Milliseconds(),
+	rules := cleaner.Rules{Map: m, Now: now.UnixMilli(), DeleteRetention: max(l.conf().DeleteRetention, 0).Milliseconds(),
 		KeepEmpty: func(h *recordbatch.Header) bool {
 			return h.ProducerID >= 0 && last[h.ProducerID] == h.LastOffset()
 		},
 		Aborted: aborted,
-		Limits:  recordbatch.Limits{MaxBatchSize: l.segCfg.MaxBatchSize(), MaxDecompressedSize: l.cfg.readDecompressLimit()}}
+		Limits:  recordbatch.Limits{MaxBatchSize: l.segConf().MaxBatchSize(), MaxDecompressedSize: l.conf().readDecompressLimit()}}
 
 	// The segments to copy: every one from the log start that holds offsets below end.
 	var spans []cleaner.SegmentSpan
@@ -369,7 +369,7 @@ func (l *Log) cleanPass(ctx context.Context, m *cleaner.OffsetMap, now time.Time
 	horizon := int64(math.MaxInt64)
 	var f cleaner.Filter
 	at := 0
-	for _, g := range cleaner.GroupBySize(spans, l.cfg.SegmentBytes, l.cfg.SegmentIndexBytes) {
+	for _, g := range cleaner.GroupBySize(spans, l.conf().SegmentBytes, l.conf().SegmentIndexBytes) {
 		group, truncs := p.segs[at:at+len(g)], p.truncations[at:at+len(g)]
 		at += len(g)
 		cleaned, gs, err := l.cleanGroup(ctx, group, &f, &rules)
@@ -431,7 +431,7 @@ func (l *Log) batchesOf(ctx context.Context, s *segment.Segment, buf *[]byte, fn
 func (l *Log) buildOffsetMap(ctx context.Context, p cleanPlan, m *cleaner.OffsetMap, aborted func(*recordbatch.Header) bool) (end int64, read int64, err error) {
 	end = p.uncleanable
 	var dec recordbatch.Decoder
-	dec.Limits = recordbatch.Limits{MaxBatchSize: l.segCfg.MaxBatchSize(), MaxDecompressedSize: l.cfg.readDecompressLimit()}
+	dec.Limits = recordbatch.Limits{MaxBatchSize: l.segConf().MaxBatchSize(), MaxDecompressedSize: l.conf().readDecompressLimit()}
 	var buf []byte
 	first := true
 	for _, s := range p.segs[p.dirtyFrom:] {
@@ -516,7 +516,7 @@ type groupStats struct {
 // On error nothing of it is left.
 func (l *Log) cleanGroup(ctx context.Context, group []*segment.Segment, f *cleaner.Filter, rules *cleaner.Rules) (cleaned *segment.Segment, st groupStats, err error) {
 	st.horizon = math.MaxInt64
-	cleaned, err = segment.CreateCleaned(l.fs, l.dir, group[0].BaseOffset(), &l.segCfg, l.caches)
+	cleaned, err = segment.CreateCleaned(l.fs, l.dir, group[0].BaseOffset(), l.segConf(), l.caches)
 	if err != nil {
 		return nil, st, fmt.Errorf("commitlog: create cleaned segment %d of %s: %w", group[0].BaseOffset(), l.dir, err)
 	}

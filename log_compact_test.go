@@ -516,7 +516,7 @@ func TestCompactSwapRefusedWhenGroupChanged(t *testing.T) {
 		group := slices.Clone(l.segments[:2])
 		l.mu.RUnlock()
 		truncs := []uint64{group[0].Truncations(), group[1].Truncations() + 1} // as if truncated since
-		cleaned, err := segment.CreateCleaned(l.fs, l.dir, group[0].BaseOffset(), &l.segCfg, l.caches)
+		cleaned, err := segment.CreateCleaned(l.fs, l.dir, group[0].BaseOffset(), l.segConf(), l.caches)
 		require.NoError(t, err)
 		require.NoError(t, cleaned.Seal())
 		swapped, err := l.swapIn(group, truncs, cleaned)

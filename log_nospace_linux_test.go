@@ -54,7 +54,7 @@ func tmpfsAtBoundary(l *Log) bool {
 		return end%4096 < 64 || end%4096 > 4096-64
 	}
 	return near(offsetEntries, 8) || near(timeEntries, 12) ||
-		s.Size() > l.cfg.SegmentBytes-200
+		s.Size() > l.conf().SegmentBytes-200
 }
 
 // TestNoSpaceTmpfsChild is the writer TestNoSpaceTmpfs runs in a child process; on its own it skips.

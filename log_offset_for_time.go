@@ -63,7 +63,7 @@ func (l *Log) offsetForTimeOnce(ts int64) (off int64, retry bool, err error) {
 			// segment), so the search starts again.
 			return 0, true, nil
 		}
-		off, found, err := c.s.FirstAtOrAfter(ts, from, end, pos, c.limit, l.cfg.readDecompressLimit())
+		off, found, err := c.s.FirstAtOrAfter(ts, from, end, pos, c.limit, l.conf().readDecompressLimit())
 		changed := c.s.Truncations() != c.gen
 		l.release(c.s)
 		switch {

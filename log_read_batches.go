@@ -248,7 +248,7 @@ func (l *Log) ReadRecords(offset int64, maxBytes int) ([]*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeChecked(nil, b, offset, l.cfg.readDecompressLimit(), maxBytes)
+	return decodeChecked(nil, b, offset, l.conf().readDecompressLimit(), maxBytes)
 }
 
 // getReadBuf returns a pooled buffer for batches that are decoded and copied out before it goes

@@ -31,7 +31,7 @@ func (l *Log) release(s *segment.Segment) {
 // "*.deleted" at once, as Kafka does, and deleted once no read uses them and FileDeleteDelay has
 // passed. The caller has already removed them from l.segments under mu.
 func (l *Log) retire(segs []*segment.Segment) error {
-	deleteAt := l.now().Add(max(l.cfg.FileDeleteDelay, 0))
+	deleteAt := l.now().Add(max(l.conf().FileDeleteDelay, 0))
 	errs := []error{l.retired.add(segs, deleteAt)}
 	errs = append(errs, l.fs.SyncDir(l.dir))
 	errs = append(errs, l.sweepRetired(l.now(), false))

@@ -39,7 +39,7 @@ func (l *Log) Scan(from int64) iter.Seq2[*Record, error] {
 
 // scan yields the records of [from, end).
 func (l *Log) scan(from, end int64, yield func(*Record, error) bool) {
-	dec := recordbatch.Decoder{Limits: recordbatch.Limits{MaxBatchSize: -1, MaxDecompressedSize: l.cfg.readDecompressLimit()}}
+	dec := recordbatch.Decoder{Limits: recordbatch.Limits{MaxBatchSize: -1, MaxDecompressedSize: l.conf().readDecompressLimit()}}
 	pooled := l.getReadBuf() // the iteration's records die with it, so the buffer is reused
 	defer l.putReadBuf(pooled)
 	buf := *pooled

@@ -138,7 +138,7 @@ func (l *Log) truncateFullyAndStartAt(offset int64) error {
 	if err := l.state.write(st); err != nil {
 		return l.fail(fmt.Errorf("checkpoint log start offset %d: %w", offset, err))
 	}
-	seg, err := segment.Create(l.fs, l.dir, offset, &l.segCfg, l.caches, false)
+	seg, err := segment.Create(l.fs, l.dir, offset, l.segConf(), l.caches, false)
 	if err != nil {
 		return l.fail(fmt.Errorf("create segment %d: %w", offset, err))
 	}

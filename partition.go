@@ -240,7 +240,7 @@ func (p *Partition) ReadRecords(offset int64, maxBytes int) ([]*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	recs, err := decodeChecked(nil, b, offset, p.log.cfg.readDecompressLimit(), maxBytes)
+	recs, err := decodeChecked(nil, b, offset, p.log.conf().readDecompressLimit(), maxBytes)
 	for _, r := range recs {
 		r.Topic, r.Partition = p.topicName, p.id
 	}

@@ -198,7 +198,7 @@ func (p *Partition) checkLeader(acks Acks) error {
 			isr++
 		}
 	}
-	if minISR := p.log.cfg.MinInsyncReplicas; isr < minISR {
+	if minISR := p.log.conf().MinInsyncReplicas; isr < minISR {
 		return fmt.Errorf("%w: topic %s partition %d has %d in-sync replicas, min.insync.replicas is %d",
 			ErrNotEnoughReplicas, p.topicName, p.id, isr, minISR)
 	}
@@ -248,7 +248,7 @@ func (p *Partition) checkInsyncAfterAppend(next int64) error {
 			isr++
 		}
 	}
-	if minISR := p.log.cfg.MinInsyncReplicas; isr < minISR {
+	if minISR := p.log.conf().MinInsyncReplicas; isr < minISR {
 		return fmt.Errorf("%w: after the append: offsets below %d are committed with %d in-sync replicas of topic %s partition %d, min.insync.replicas is %d",
 			ErrNotEnoughReplicas, next, isr, p.topicName, p.id, minISR)
 	}

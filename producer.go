@@ -188,7 +188,7 @@ func (p *Producer) Append(ctx context.Context, topic string, recs ...*Record) er
 	var errs []error
 	for _, pg := range groups {
 		id, g := pg.id, pg.recs
-		part := t.partitions[id]
+		part := t.parts()[id]
 		tp := topicPartition{topic: topic, partition: id}
 		prod := &producerFields{producerID: p.producerID, producerEpoch: p.epoch, baseSequence: p.seqs[tp], transactional: p.txn != nil}
 		if err := part.appendProducer(ctx, prod, g); err != nil {

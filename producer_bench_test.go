@@ -48,7 +48,7 @@ func storeFsyncs(s *Store) int64 {
 		if err != nil {
 			continue
 		}
-		for _, p := range t.partitions {
+		for _, p := range t.parts() {
 			n += p.log.gc.fsyncs.Load()
 		}
 	}

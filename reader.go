@@ -360,7 +360,7 @@ func (r *Reader) fetch(rp *readerPartition) error {
 		if err != nil {
 			return fmt.Errorf("topic %s partition %d position %d: %w", rp.p.Topic(), rp.p.id, rp.pos, err)
 		}
-		recs, err := decodeChecked(rp.buf[:0], r.scratch, rp.pos, rp.p.log.cfg.readDecompressLimit(), 0)
+		recs, err := decodeChecked(rp.buf[:0], r.scratch, rp.pos, rp.p.log.conf().readDecompressLimit(), 0)
 		if err != nil {
 			return fmt.Errorf("topic %s partition %d position %d: %w", rp.p.Topic(), rp.p.id, rp.pos, err)
 		}

@@ -128,9 +128,9 @@ func (l *Log) ApplyRetentionAt(now time.Time) (int, error) {
 // segment counts when it holds data: if it is due, the caller rolls first. Callers hold
 // appendMu.
 func (l *Log) retentionCount(now time.Time) int {
-	if !l.cfg.CleanupPolicy.Delete() {
+	if !l.conf().CleanupPolicy.Delete() {
 		// cleanup.policy=compact alone: retention deletes nothing (the log start offset still
-		// moves by DeleteRecords and a follower's leader).
+		// moves by a follower's leader; DeleteRecords refuses such a log, as Kafka does).
 		return 0
 	}
 	l.mu.RLock()
@@ -173,14 +173,14 @@ func (l *Log) retentionCount(now time.Time) int {
 
 // retentionDue applies the time and size policies to segments rs (segs, for logging).
 func (l *Log) retentionDue(rs []retentionSegment, now time.Time, segs []*segment.Segment) int {
-	byTime := deletableByTime(rs, now.UnixMilli(), l.cfg.RetentionDuration)
-	if byTime < len(rs) && l.cfg.RetentionDuration >= 0 && rs[byTime].maxTimestamp > now.UnixMilli() {
+	byTime := deletableByTime(rs, now.UnixMilli(), l.conf().RetentionDuration)
+	if byTime < len(rs) && l.conf().RetentionDuration >= 0 && rs[byTime].maxTimestamp > now.UnixMilli() {
 		// Only possible with TimestampAfterMax disabled (or a clock that went back): one record
 		// from the future holds every later segment against time retention.
 		l.logger.Warn("segment has records timestamped in the future; time retention cannot pass it",
 			"segment", segs[byTime].Path(segment.LogSuffix), "max_timestamp", rs[byTime].maxTimestamp, "now", now.UnixMilli())
 	}
-	return max(byTime, deletableBySize(rs, l.cfg.RetentionBytes))
+	return max(byTime, deletableBySize(rs, l.conf().RetentionBytes))
 }
 
 // advanceLogStartOffset moves the log start offset up to offset, as a follower does when its

@@ -539,7 +539,7 @@ func (s *Store) DeleteTopic(name string) error {
 	// an adopted topic.
 	var renamed []string
 	kept := false
-	for p := range t.cfg.Partitions {
+	for p := range t.PartitionCount() {
 		from := filepath.Join(s.dir, partitionDirName(name, p))
 		to := filepath.Join(s.dir, deleteDirName(name, p))
 		// A folder of that name is a leftover of an unfinished delete (a long name cut short

@@ -146,10 +146,10 @@ func (s *Store) cleanFilthiest(ctx context.Context, m **cleaner.OffsetMap) (bool
 	}
 	var due []candidate
 	for _, t := range topics {
-		if !t.cfg.CleanupPolicy.Compact() || t.isClosed() {
+		if !t.Config().CleanupPolicy.Compact() || t.isClosed() {
 			continue
 		}
-		for _, p := range t.partitions {
+		for _, p := range t.parts() {
 			if p.log.cleaning.failed.Load() != nil {
 				continue
 			}

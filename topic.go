@@ -15,12 +15,14 @@ import (
 // by key (see Partitioner), so that one key's records stay in one partition, in order. A Topic is
 // safe for concurrent use; it is valid until its store closes or the topic is deleted.
 type Topic struct {
-	positions  readerStore      // the store's committed reader positions, for the topic's readers
-	now        func() time.Time // the store's clock (WithClock), for ApplyRetention
-	name       string
-	id         TopicID // set before the topic is handed out, never changed (topic_id.go)
-	cfg        TopicConfig
-	partitions []*Partition
+	positions readerStore      // the store's committed reader positions, for the topic's readers
+	now       func() time.Time // the store's clock (WithClock), for ApplyRetention
+	name      string
+	id        TopicID // set before the topic is handed out, never changed (topic_id.go)
+	// state is the topic's configuration and partitions, replaced whole (under the store's lock)
+	// by AlterTopicConfig and CreatePartitions and read without a lock: a caller takes it once
+	// and sees one configuration and one partition list, which only grows.
+	state atomic.Pointer[topicState]
 
 	partitioner atomic.Pointer[Partitioner]
 	routes      sync.Pool // *routing, AppendAcks' scratch
@@ -32,38 +34,76 @@ type Topic struct {
 	closed   bool
 }
 
+// topicState is a topic's configuration and partitions; never changed once published.
+type topicState struct {
+	cfg        TopicConfig // defaults filled in, Sync resolved against the store's
+	stored     TopicConfig // as given (zero fields for the defaults), as the store keeps it
+	partitions []*Partition
+}
+
 // openTopic opens (creating when missing) every partition of a topic.
 func openTopic(s *Store, name string, cfg TopicConfig) (*Topic, error) {
-	t := &Topic{positions: s, now: s.o.now, name: name, cfg: cfg}
+	t := &Topic{positions: s, now: s.o.now, name: name}
 	p := KeyHashPartitioner()
 	t.partitioner.Store(&p)
-	for i := range cfg.Partitions {
-		p, err := openPartition(name, i, filepath.Join(s.dir, partitionDirName(name, i)), cfg.LogConfig, s.o, t.broadcast)
-		if err != nil {
-			t.close()
-			return nil, fmt.Errorf("commitlog: topic %s partition %d: %w", name, i, err)
-		}
-		t.partitions = append(t.partitions, p)
+	parts, err := t.openPartitions(s, 0, cfg.Partitions, cfg.LogConfig)
+	if err != nil {
+		return nil, err
 	}
-	t.cfg.LogConfig, _, _ = t.cfg.LogConfig.resolve(s.o.sync) // each openLog above checked it
+	st := &topicState{cfg: cfg, stored: cfg, partitions: parts}
+	st.cfg.LogConfig, _, _ = st.cfg.LogConfig.resolve(s.o.sync) // each openLog above checked it
+	t.state.Store(st)
 	return t, nil
 }
+
+// openPartitions opens (creating when missing) partitions from to to-1 of the topic with cfg; on
+// failure it closes those it opened. The topic publishes them.
+func (t *Topic) openPartitions(s *Store, from, to int32, cfg LogConfig) ([]*Partition, error) {
+	var parts []*Partition
+	for i := from; i < to; i++ {
+		p, err := openPartition(t.name, i, filepath.Join(s.dir, partitionDirName(t.name, i)), cfg, s.o, t.broadcast)
+		if err != nil {
+			for _, p := range parts {
+				p.close()
+				p.log.Close()
+			}
+			return nil, fmt.Errorf("commitlog: topic %s partition %d: %w", t.name, i, err)
+		}
+		parts = append(parts, p)
+	}
+	return parts, nil
+}
+
+// parts returns the topic's partitions now, by id; the list only grows (CreatePartitions).
+func (t *Topic) parts() []*Partition { return t.state.Load().partitions }
 
 // Name returns the topic's name.
 func (t *Topic) Name() string { return t.name }
 
 // Config returns the topic's configuration, defaults filled in.
-func (t *Topic) Config() TopicConfig { return t.cfg }
+func (t *Topic) Config() TopicConfig { return t.state.Load().cfg }
 
-// PartitionCount returns the number of partitions.
-func (t *Topic) PartitionCount() int32 { return int32(len(t.partitions)) }
+// StoredConfig returns the topic's configuration as given to CreateTopic (or AlterTopicConfig),
+// as the store keeps it: a zero field takes its default, and Sync SyncDefault the store's
+// WithSync. It is the base for a change of one config (SetKafkaConfig, ResetKafkaConfig, then
+// AlterTopicConfig), and KafkaConfigOverrides of it tells the configs the topic sets from the
+// defaults. A topic adopted from folders without a configuration has only its partition count.
+func (t *Topic) StoredConfig() TopicConfig {
+	c := t.state.Load().stored
+	c.maxBatchFloor = 0 // the store's own (AlterTopicConfig), not the caller's
+	return c
+}
+
+// PartitionCount returns the number of partitions now: CreatePartitions raises it.
+func (t *Topic) PartitionCount() int32 { return int32(len(t.parts())) }
 
 // Partition returns partition id, or ErrUnknownTopic when the topic has no such partition.
 func (t *Topic) Partition(id int32) (*Partition, error) {
-	if id < 0 || int(id) >= len(t.partitions) {
-		return nil, fmt.Errorf("%w: topic %s has no partition %d (it has %d)", ErrUnknownTopic, t.name, id, len(t.partitions))
+	parts := t.parts()
+	if id < 0 || int(id) >= len(parts) {
+		return nil, fmt.Errorf("%w: topic %s has no partition %d (it has %d)", ErrUnknownTopic, t.name, id, len(parts))
 	}
-	return t.partitions[id], nil
+	return parts[id], nil
 }
 
 // SetPartitioner replaces the partitioner Append uses (KeyHashPartitioner by default). The
@@ -98,12 +138,13 @@ func (t *Topic) AppendAcks(ctx context.Context, acks Acks, recs ...*Record) erro
 		return ctx.Err()
 	}
 	part := *t.partitioner.Load()
-	n := t.PartitionCount()
+	parts := t.parts() // one list for the call: a CreatePartitions meanwhile spreads later calls
+	n := int32(len(parts))
 	if n == 1 && hashesKeys(part) {
 		// The key-hashing partitioners can only answer 0: skip them. Any other partitioner
 		// (ManualPartitioner, the caller's own) is asked, so that an out-of-range answer is
 		// refused with one partition as with several.
-		return t.partitions[0].AppendAcks(ctx, acks, recs...)
+		return parts[0].AppendAcks(ctx, acks, recs...)
 	}
 	rt := t.getRouting(int(n), len(recs))
 	defer t.putRouting(rt)
@@ -129,7 +170,7 @@ func (t *Topic) AppendAcks(ctx context.Context, acks Acks, recs ...*Record) erro
 	}
 	if used == 1 {
 		// One partition (a single record, or one key): no goroutine needed.
-		return t.partitions[sole].AppendAcks(ctx, acks, recs...)
+		return parts[sole].AppendAcks(ctx, acks, recs...)
 	}
 	for i := len(recs) - 1; i >= 0; i-- {
 		p := rt.parts[i]
@@ -147,7 +188,7 @@ func (t *Topic) AppendAcks(ctx context.Context, acks Acks, recs ...*Record) erro
 		if len(g) == 0 {
 			continue
 		}
-		wg.Go(func() { rt.errs[p] = t.partitions[p].AppendAcks(ctx, acks, g...) })
+		wg.Go(func() { rt.errs[p] = parts[p].AppendAcks(ctx, acks, g...) })
 	}
 	wg.Wait()
 	return errors.Join(rt.errs...)
@@ -160,7 +201,7 @@ func (t *Topic) checkRecords(recs []*Record) error {
 	if err := checkRecords(recs); err != nil {
 		return err
 	}
-	if t.cfg.CleanupPolicy.Compact() {
+	if t.Config().CleanupPolicy.Compact() {
 		return checkKeys(recs)
 	}
 	return nil
@@ -254,7 +295,7 @@ func (t *Topic) close() error {
 	}
 	t.mu.Unlock()
 	var errs []error
-	for _, p := range t.partitions {
+	for _, p := range t.parts() {
 		p.close()
 		errs = append(errs, p.log.Close())
 	}
@@ -269,7 +310,7 @@ func (t *Topic) ApplyRetention() (int, error) { return t.ApplyRetentionAt(t.now(
 func (t *Topic) ApplyRetentionAt(now time.Time) (int, error) {
 	var n int
 	var errs []error
-	for _, p := range t.partitions {
+	for _, p := range t.parts() {
 		d, err := p.ApplyRetentionAt(now)
 		n += d
 		if err != nil {
@@ -296,7 +337,7 @@ func checkRecords(recs []*Record) error {
 // ErrInvalidConfig.
 func (t *Topic) Compact(ctx context.Context) (CompactionResult, error) {
 	var total CompactionResult
-	for _, p := range t.partitions {
+	for _, p := range t.parts() {
 		r, err := p.Compact(ctx)
 		total.add(r)
 		if err != nil {

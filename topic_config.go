@@ -62,6 +62,10 @@ type topicConfigJSON struct {
 	MinCompactionLagMs     int64   `json:"min.compaction.lag.ms"`
 	MaxCompactionLagMs     int64   `json:"max.compaction.lag.ms"`
 	DeleteRetentionMs      int64   `json:"delete.retention.ms"`
+
+	// MaxBatchFloor is LogConfig.maxBatchFloor, bytes: written only when a live change lowered
+	// max.message.bytes.
+	MaxBatchFloor int `json:"commitlog.max.batch.floor,omitempty"`
 }
 
 // noCompactionLagLimit is max.compaction.lag.ms when there is no limit: Kafka's default,
@@ -113,7 +117,7 @@ func (c TopicConfig) toJSON() topicConfigJSON {
 		MinInsyncReplicas:      c.MinInsyncReplicas,
 		MinCleanableDirtyRatio: c.MinCleanableDirtyRatio, MinCompactionLagMs: durationMs(c.MinCompactionLag),
 		DeleteRetentionMs: durationMs(c.DeleteRetention), CleanupPolicy: c.CleanupPolicy.String(),
-		MaxCompactionLagMs: noCompactionLagLimit,
+		MaxCompactionLagMs: noCompactionLagLimit, MaxBatchFloor: c.maxBatchFloor,
 	}
 	if c.MaxCompactionLag > 0 {
 		j.MaxCompactionLagMs = c.MaxCompactionLag.Milliseconds()
@@ -128,8 +132,11 @@ func (j topicConfigJSON) toConfig() (TopicConfig, error) {
 		MaxMessageBytes: j.MaxMessageBytes, Sync: SyncPolicy(j.Sync),
 		RetentionDuration: msDuration(j.RetentionMs), RetentionBytes: j.RetentionBytes,
 		FileDeleteDelay: msDuration(j.FileDeleteDelayMs), TimestampAfterMax: msDuration(j.TimestampAfterMax),
-		MinInsyncReplicas: j.MinInsyncReplicas,
+		MinInsyncReplicas: j.MinInsyncReplicas, maxBatchFloor: j.MaxBatchFloor,
 	}}
+	if j.MaxBatchFloor < 0 {
+		return c, fmt.Errorf("%w: commitlog.max.batch.floor %d", ErrInvalidConfig, j.MaxBatchFloor)
+	}
 	switch j.TimestampType {
 	case "CreateTime", "":
 	case "LogAppendTime":

@@ -269,7 +269,7 @@ func (c *txnCoordinator) load() error {
 	}
 	c.s.mu.RLock()
 	for _, t := range c.s.topics {
-		for _, p := range t.partitions {
+		for _, p := range t.parts() {
 			for _, ps := range p.log.Producers() {
 				c.nextPID = max(c.nextPID, ps.ProducerID+1)
 			}
@@ -770,7 +770,7 @@ func (c *txnCoordinator) pendingPositions(pid int64) (map[string]map[string]map[
 		if h.ProducerID != pid || h.Attributes.Control() || !h.Attributes.Transactional() {
 			return nil
 		}
-		batch, err := recordbatch.Decode(b, recordbatch.Limits{MaxBatchSize: len(b), MaxDecompressedSize: c.offsets.cfg.readDecompressLimit()})
+		batch, err := recordbatch.Decode(b, recordbatch.Limits{MaxBatchSize: len(b), MaxDecompressedSize: c.offsets.conf().readDecompressLimit()})
 		if err != nil {
 			return fmt.Errorf("commitlog: the consumer offsets log at %d: %w", h.BaseOffset, err)
 		}

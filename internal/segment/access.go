@@ -25,6 +25,11 @@ func (s *Segment) SetSize(n int64) { s.size.Store(n) }
 // retention and OffsetForTime go by. Read under the writer's publication lock, as NextOffset.
 func (s *Segment) MaxTimestamp() int64 { return s.maxTimestamp }
 
+// OffsetOfMaxTimestamp returns the last offset of the first batch whose MaxTimestamp is the
+// segment's (-1 when none): where the record of the largest timestamp lies. Read under the
+// writer's publication lock, as NextOffset.
+func (s *Segment) OffsetOfMaxTimestamp() int64 { return s.offsetOfMaxTimestamp }
+
 // TimesUnknown reports whether the segment holds bytes whose timestamps are unknown (a corrupt
 // batch or an unreadable rest left in place, see MarkTimesUnknown): OffsetForTime must search it
 // whatever MaxTimestamp says.

@@ -263,7 +263,7 @@ const CopyChunk = 512 << 10
 // and left for the next call. Errors as for WalkHeaders, naming the segment's base offset.
 // Concurrency as for Read: the caller holds a reference with the files open.
 func (s *Segment) EachBatch(buf *[]byte, fn func(pos int64, batch []byte) (bool, error)) error {
-	sc := newScanner(s.file, 0, s.size.Load(), s.cfg.MaxBatchSize(), CopyChunk, *buf)
+	sc := newScanner(s.file, 0, s.size.Load(), s.maxBatchSize(), CopyChunk, *buf)
 	defer func() { *buf = sc.buf[:0] }()
 	for {
 		h, err := sc.header()

@@ -166,7 +166,7 @@ func (s *Segment) recordInBatch(m *readMapping, buf *readBuf, anchor positionKey
 	}
 	sec := b[recordbatch.HeaderSize:]
 	if !uncompressed {
-		dec := buf.bufs.decoder(s.cfg.MaxDecompressedBytes)
+		dec := buf.bufs.decoder(s.cfg.Load().MaxDecompressedBytes)
 		defer buf.bufs.decoders.Put(dec)
 		if _, sec, err = dec.RecordsSection(b); err != nil {
 			return false, s.corruptError(pos, offset, err)

@@ -105,8 +105,9 @@ type Segment struct {
 	fs         fsys.FS
 	dir        string
 	baseOffset int64
-	cfg        *Config
-	files      *FileCache // bounds open files across the store; nil keeps the files open
+	// cfg is the log's configuration as the segment uses it; SetConfig replaces it whole.
+	cfg   atomic.Pointer[Config]
+	files *FileCache // bounds open files across the store; nil keeps the files open
 
 	// file and the indexes are valid while isOpen is set (for a reader that holds a reference,
 	// until it releases it); they change only under openMu with no reference held, or, for the
@@ -232,8 +233,9 @@ func Create(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Cache
 
 // create is Create with the files named with suffix after their kind's (see Path).
 func create(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Caches, spared bool, suffix string) (*Segment, error) {
-	s := &Segment{fs: fsy, dir: dir, baseOffset: baseOffset, cfg: cfg, files: caches.Files, posCache: caches.Positions,
+	s := &Segment{fs: fsy, dir: dir, baseOffset: baseOffset, files: caches.Files, posCache: caches.Positions,
 		nextOffset: baseOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1}
+	s.cfg.Store(cfg)
 	s.setSuffix(suffix)
 	s.pinHeld = suffix == CleanedSuffix
 	if err := s.createFiles(spared); err != nil {
@@ -288,8 +290,9 @@ func Open(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Caches,
 
 // open is Open of the files named with suffix after their kind's (see Path).
 func open(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Caches, sealed bool, suffix string) (*Segment, error) {
-	s := &Segment{fs: fsy, dir: dir, baseOffset: baseOffset, cfg: cfg, files: caches.Files, posCache: caches.Positions,
+	s := &Segment{fs: fsy, dir: dir, baseOffset: baseOffset, files: caches.Files, posCache: caches.Positions,
 		nextOffset: baseOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1, sealed: sealed}
+	s.cfg.Store(cfg)
 	s.setSuffix(suffix)
 	f, err := fsy.OpenFile(s.Path(LogSuffix), os.O_RDWR, 0)
 	if err != nil {
@@ -347,11 +350,11 @@ func (s *Segment) OpenFiles() error {
 	if err != nil {
 		return err
 	}
-	ox, err := index.OpenOffset(s.fs, s.Path(IndexSuffix), s.baseOffset, s.cfg.SegmentIndexBytes, false)
+	ox, err := index.OpenOffset(s.fs, s.Path(IndexSuffix), s.baseOffset, s.cfg.Load().SegmentIndexBytes, false)
 	if err != nil {
 		return errors.Join(err, f.Close())
 	}
-	tx, err := index.OpenTime(s.fs, s.Path(TimeIndexSuffix), s.baseOffset, s.cfg.SegmentIndexBytes, false)
+	tx, err := index.OpenTime(s.fs, s.Path(TimeIndexSuffix), s.baseOffset, s.cfg.Load().SegmentIndexBytes, false)
 	if err != nil {
 		return errors.Join(err, ox.Close(), f.Close())
 	}
@@ -405,11 +408,11 @@ func (s *Segment) closeFiles() error {
 func (s *Segment) openIndexes(writable bool) error {
 	s.pinned.Store(writable)
 	var err error
-	s.offsetIdx, err = index.OpenOffset(s.fs, s.Path(IndexSuffix), s.baseOffset, s.cfg.SegmentIndexBytes, writable)
+	s.offsetIdx, err = index.OpenOffset(s.fs, s.Path(IndexSuffix), s.baseOffset, s.cfg.Load().SegmentIndexBytes, writable)
 	if err != nil {
 		return err
 	}
-	s.timeIdx, err = index.OpenTime(s.fs, s.Path(TimeIndexSuffix), s.baseOffset, s.cfg.SegmentIndexBytes, writable)
+	s.timeIdx, err = index.OpenTime(s.fs, s.Path(TimeIndexSuffix), s.baseOffset, s.cfg.Load().SegmentIndexBytes, writable)
 	if err != nil {
 		s.offsetIdx.Close()
 		s.offsetIdx = nil
@@ -453,7 +456,7 @@ func (s *Segment) IndexBatch(b BatchInfo) error {
 		s.maxTimestamp = b.MaxTimestamp
 		s.offsetOfMaxTimestamp = b.LastOffset
 	}
-	if s.bytesSinceIndex > s.cfg.IndexIntervalBytes {
+	if s.bytesSinceIndex > s.cfg.Load().IndexIntervalBytes {
 		// One write of several batches can bring more entries than an index has room for
 		// (canHold checks for one). An entry is only a shortcut for lookups: one that does not
 		// fit is left out, and the next write rolls the segment. The time index keeps its last
@@ -501,9 +504,9 @@ func (s *Segment) CanHoldAt(size int64, n int, lastOffset, maxTimestamp int64) b
 		return s.offsetIdx.CanAppend(lastOffset) && s.timeIdx.CanAppend(lastOffset)
 	}
 	switch {
-	case size > s.cfg.SegmentBytes-int64(n):
+	case size > s.cfg.Load().SegmentBytes-int64(n):
 		return false
-	case s.rollTimestamp >= 0 && maxTimestamp-s.rollTimestamp > s.cfg.SegmentDuration.Milliseconds():
+	case s.rollTimestamp >= 0 && maxTimestamp-s.rollTimestamp > s.cfg.Load().SegmentDuration.Milliseconds():
 		return false
 	case !s.offsetIdx.CanAppend(lastOffset) || !s.timeIdx.CanAppend(lastOffset):
 		return false
@@ -659,7 +662,14 @@ func (s *Segment) Remove() error {
 }
 
 // maxBatchSize is s.cfg.MaxBatchSize().
-func (s *Segment) maxBatchSize() int { return s.cfg.MaxBatchSize() }
+func (s *Segment) maxBatchSize() int { return s.cfg.Load().MaxBatchSize() }
+
+// SetConfig replaces the configuration the segment uses from its next use on (a topic's config
+// changed while its log is open): the roll rules of CanHold, the index interval and the read
+// bounds. Indexes already open keep their size. The caller fills every field, as for Create,
+// and keeps the bounds of the batches the segment holds readable (MaxBatchSize,
+// MaxDecompressedBytes).
+func (s *Segment) SetConfig(cfg *Config) { s.cfg.Store(cfg) }
 
 // MaxBatchSize bounds the length field of batches read from disk, bytes. A batch written under
 // an earlier, larger max.message.bytes must stay readable, so the bound is the larger of
