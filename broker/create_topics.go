@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -54,10 +56,29 @@ func handleCreateTopics(_ context.Context, c *conn, r *request) (reply, error) {
 				break
 			}
 			st.NumPartitions, st.ReplicationFactor = t.PartitionCount(), 1
+			st.TopicID = [16]byte(t.ID())
+			st.Configs = createdTopicConfigs(t.Config().KafkaConfigs(), t.StoredConfig().KafkaConfigOverrides())
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return reply{msg: resp}, nil
+}
+
+// createdTopicConfigs are the configs CreateTopics v5+ answers a new topic with (KIP-525): each
+// of its configs, sourced DYNAMIC_TOPIC_CONFIG where the request set it and DEFAULT_CONFIG
+// otherwise.
+func createdTopicConfigs(values, overrides map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
+	out := make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(values))
+	for _, name := range slices.Sorted(maps.Keys(values)) {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Value = name, kmsg.StringPtr(values[name])
+		c.Source = int8(kmsg.ConfigSourceDefaultConfig)
+		if _, set := overrides[name]; set {
+			c.Source = int8(kmsg.ConfigSourceDynamicTopicConfig)
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // createTopicConfig is the configuration of a topic to create, or an error code and message.
@@ -90,7 +111,7 @@ func (c *conn) createTopicConfig(rt kmsg.CreateTopicsRequestTopic) (commitlog.To
 		if kc.Value == nil {
 			continue
 		}
-		next, err := applyKafkaConfig(cfg, kc.Name, *kc.Value)
+		next, err := cfg.SetKafkaConfig(kc.Name, *kc.Value)
 		if err != nil {
 			return cfg, kerr.InvalidConfig.Code, err.Error()
 		}

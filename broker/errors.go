@@ -55,6 +55,8 @@ var errorCodes = []struct {
 	{commitlog.ErrInvalidTimestamp, kerr.InvalidTimestamp.Code},
 	{commitlog.ErrTopicExists, kerr.TopicAlreadyExists.Code},
 	{commitlog.ErrInvalidTopicName, kerr.InvalidTopicException.Code},
+	{commitlog.ErrInvalidPartitions, kerr.InvalidPartitions.Code},
+	{commitlog.ErrPolicyViolation, kerr.PolicyViolation.Code},
 	{commitlog.ErrInvalidConfig, kerr.InvalidConfig.Code},
 	{commitlog.ErrNotLeader, kerr.NotLeaderForPartition.Code},
 	{commitlog.ErrTruncated, kerr.NotLeaderForPartition.Code},

@@ -71,7 +71,7 @@ func listOffset(p *commitlog.Partition, rp kmsg.ListOffsetsRequestTopicPartition
 		sp.Offset, sp.LeaderEpoch = p.LogStartOffset(), epoch
 	case latestTiered:
 	case maxTimestamp:
-		off, ts, err := partitionMaxTimestamp(p)
+		off, ts, err := p.MaxTimestamp()
 		if err != nil {
 			return err
 		}

@@ -193,7 +193,6 @@ func TestTransactionErrors(t *testing.T) {
 	require.Equal(t, kerr.InvalidProducerIDMapping.Code, resp.ErrorCode)
 }
 
-
 // TestOffsetFetchRequireStable: while a transaction holds a group's offset commit, an
 // OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for that partition (KIP-447),
 // and after the commit the offset.
