@@ -200,7 +200,10 @@ func (l *Log) validateRaw(data []byte, leader bool) (*pendingWrite, error) {
 		return nil, fmt.Errorf("%w: no batches", ErrCorrupt)
 	}
 	w := &pendingWrite{data: data, maxTimestamp: -1}
-	lim := recordbatch.Limits{MaxBatchSize: l.conf().MaxMessageBytes, MaxDecompressedSize: l.conf().MaxMessageBytes}
+	// max.message.bytes bounds a batch as sent, compressed (Kafka's LogValidator); what it
+	// decompresses to is bounded only against bombs, by the limit reads use, so that every batch
+	// taken can be read back.
+	lim := recordbatch.Limits{MaxBatchSize: l.conf().MaxMessageBytes, MaxDecompressedSize: l.conf().readDecompressLimit()}
 	var next int64
 	for pos := 0; pos < len(data); {
 		h, err := recordbatch.ParseHeader(data[pos:], 0)
@@ -217,6 +220,9 @@ func (l *Log) validateRaw(data []byte, leader bool) (*pendingWrite, error) {
 				b, err = recordbatch.Decode(data[pos:], lim)
 				h = b.Header
 			}
+		}
+		if errors.Is(err, recordbatch.ErrTooLarge) {
+			return nil, fmt.Errorf("%w: batch at byte %d: %w", ErrRecordTooLarge, pos, err)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: batch at byte %d: %w", ErrCorrupt, pos, err)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -20,6 +21,13 @@ import (
 // before the first answer); Kafka reads one at a time and mutes the socket, we read a few ahead
 // so that decoding overlaps the work of the request before.
 const pipelineDepth = 8
+
+// maxQueuedBytes bounds the bytes of the requests a connection has read and not yet answered:
+// a frame is read ahead only while the requests queued before it and it fit, or when none is
+// queued. A connection then holds at most about one frame of socket.request.max.bytes and
+// maxQueuedBytes, where eight read-ahead Produce frames could hold 800 MiB while a long Fetch
+// waits (Kafka holds one request per connection, muting the socket).
+const maxQueuedBytes = 16 << 20
 
 // request is one decoded request frame.
 type request struct {
@@ -34,6 +42,8 @@ type request struct {
 	// awaitFraming says that the reader waits, after this request, for the answering goroutine
 	// to say on saslFraming whether the next frame is a raw SASL token.
 	awaitFraming bool
+	// size is the frame's size, reserved in the connection's queue until it is answered.
+	size int
 }
 
 // conn is one client connection: a reader goroutine that decodes frames, and the goroutine of
@@ -63,7 +73,52 @@ type conn struct {
 	// quit is closed when run stops answering, so that a reader waiting on saslFraming stops.
 	quit chan struct{}
 
+	// queueMu guards queued, the bytes of the requests read and not yet answered, and dequeued,
+	// closed (and replaced) when an answer frees some (reserve, release).
+	queueMu  sync.Mutex
+	queued   int
+	dequeued chan struct{}
+
 	wbuf []byte
+}
+
+// reserve waits until a frame of size bytes fits the connection's queue (maxQueuedBytes, or an
+// empty queue) and counts it in.
+func (c *conn) reserve(size int) error {
+	for {
+		c.queueMu.Lock()
+		if c.queued == 0 || c.queued+size <= maxQueuedBytes {
+			c.queued += size
+			c.queueMu.Unlock()
+			return nil
+		}
+		if c.dequeued == nil {
+			c.dequeued = make(chan struct{})
+		}
+		ch := c.dequeued
+		c.queueMu.Unlock()
+		select {
+		case <-ch:
+		case <-c.quit:
+			return errClosing
+		case <-c.stopping:
+			return errClosing
+		}
+	}
+}
+
+// release counts an answered request's frame out of the queue.
+func (c *conn) release(size int) {
+	if size == 0 {
+		return
+	}
+	c.queueMu.Lock()
+	c.queued -= size
+	if c.dequeued != nil {
+		close(c.dequeued)
+		c.dequeued = nil
+	}
+	c.queueMu.Unlock()
 }
 
 func newConn(srv *server, nc net.Conn) *conn {
@@ -107,7 +162,9 @@ func (c *conn) run(ctx context.Context) {
 	hctx := context.WithoutCancel(ctx)
 	var failed error
 	for r := range reqs {
-		if err := c.serveRequest(hctx, r); err != nil {
+		err := c.serveRequest(hctx, r)
+		c.release(r.size)
+		if err != nil {
 			failed = err
 			break
 		}
@@ -177,6 +234,9 @@ func (c *conn) readLoop(reqs chan<- *request) error {
 		if limit, setting := c.frameLimit(key); size > limit {
 			return fmt.Errorf("request frame size %d of api key %d (%s) is over the limit of %d bytes (%s)", size, key, kmsg.NameForKey(key), limit, setting)
 		}
+		if err := c.reserve(int(size)); err != nil {
+			return err
+		}
 		body, err := readFrameBody(c.nc, head[4:8], int(size))
 		if err != nil {
 			return c.frameReadErr(err, 4+len(body), int(size)+4)
@@ -185,6 +245,7 @@ func (c *conn) readLoop(reqs chan<- *request) error {
 		if err != nil {
 			return err
 		}
+		r.size = int(size)
 		if debug {
 			c.log.Debug("kafka request", "api_key", r.key, "api_version", r.version, "correlation_id", r.corr, "client_id", r.clientID, "bytes", size)
 		}

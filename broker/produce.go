@@ -18,7 +18,8 @@ import (
 // leader with Partition.AppendAsLeader, which checks them as Kafka's LogValidator and
 // ProducerStateManager do (CRC, offsets, sizes, idempotent sequences, transactional state), and
 // answers with the base offset given to the first batch. The partitions of one request are
-// appended at once, so that their fsyncs are shared. acks=0 sends no response, acks=1 answers
+// appended at once, so that their fsyncs are shared. acks=0 sends no response, and closes the
+// connection when a partition failed, as Kafka's KafkaApis does; acks=1 answers
 // once the leader's log holds them durably by its sync policy, acks=-1 once every in-sync
 // replica does; the request's timeout bounds the wait (REQUEST_TIMED_OUT).
 //
@@ -36,10 +37,13 @@ func handleProduce(ctx context.Context, c *conn, r *request) (reply, error) {
 		acks = commitlog.AcksLeader
 	case -1:
 	default:
-		return reply{msg: produceError(req, resp, kerr.InvalidRequiredAcks.Code)}, nil
+		return reply{msg: produceError(req, resp, kerr.InvalidRequiredAcks.Code)}, nil // acks is not 0: answered
 	}
 	if r.version < 3 {
-		return reply{msg: produceError(req, resp, errUnsupportedVersion), none: req.Acks == 0}, nil
+		if req.Acks == 0 {
+			return reply{}, fmt.Errorf("acks=0 produce v%d: message formats 0 and 1 are not kept", r.version)
+		}
+		return reply{msg: produceError(req, resp, errUnsupportedVersion)}, nil
 	}
 	if req.TimeoutMillis > 0 {
 		var cancel context.CancelFunc
@@ -107,7 +111,20 @@ func handleProduce(ctx context.Context, c *conn, r *request) (reply, error) {
 		}
 		wg.Wait()
 	}
-	return reply{msg: resp, none: req.Acks == 0}, nil
+	if req.Acks == 0 {
+		// With acks=0 the producer reads no answer: Kafka closes the connection on an error
+		// instead, "so that the producer client will know that some error has happened and
+		// will refresh its metadata" (KafkaApis.handleProduceRequest).
+		for _, st := range resp.Topics {
+			for _, sp := range st.Partitions {
+				if sp.ErrorCode != errNone {
+					return reply{}, fmt.Errorf("acks=0 produce to topic %s partition %d failed with error code %d", st.Topic, sp.Partition, sp.ErrorCode)
+				}
+			}
+		}
+		return reply{none: true}, nil
+	}
+	return reply{msg: resp}, nil
 }
 
 // produceError answers every partition of req with code.

@@ -1,15 +1,19 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/commitlog-go/commitlog"
 )
@@ -221,4 +225,60 @@ func (h *fetchAnswered) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, 
 	if key == 1 && err == nil {
 		h.once.Do(func() { close(h.ch) })
 	}
+}
+
+// TestProduceCompressedPastMaxMessageBytes: max.message.bytes bounds a batch as sent, after
+// compression (Kafka's LogValidator): a 2 MB value that zstd makes small is taken and read back
+// whole, and a batch over the limit as sent is MESSAGE_TOO_LARGE.
+func TestProduceCompressedPastMaxMessageBytes(t *testing.T) {
+	b := startBroker(t, nil, Config{})
+	b.createTopic(t, "big", 1)
+	ctx := testContext(t)
+	value := bytes.Repeat([]byte("a"), 2_000_000)
+	prod := b.client(t, kgo.DefaultProduceTopic("big"), kgo.ProducerBatchCompression(kgo.ZstdCompression()),
+		kgo.ProducerBatchMaxBytes(16<<20), kgo.MaxBufferedBytes(64<<20))
+	acked := produceSync(t, ctx, prod, &kgo.Record{Value: value})
+	require.Equal(t, int64(0), acked[0].Offset)
+
+	cons := b.client(t, kgo.ConsumeTopics("big"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	got := consumeN(t, ctx, cons, 1)
+	require.Equal(t, value, got[0].Value)
+
+	random := make([]byte, 1_100_000) // incompressible: over 1 MiB as sent
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range random {
+		random[i] = byte(rng.Uint32())
+	}
+	_, err := prod.ProduceSync(ctx, &kgo.Record{Value: random}).First()
+	require.ErrorIs(t, err, kerr.MessageTooLarge)
+}
+
+// TestProduceAcksZeroErrorClosesConnection: a Produce with acks=0 that fails is not answered
+// (the producer reads no answer) but closes the connection, as Kafka's
+// KafkaApis.handleProduceRequest does, so that the producer notices; a good one keeps it open.
+func TestProduceAcksZeroErrorClosesConnection(t *testing.T) {
+	logs := &logBuffer{}
+	b := startBroker(t, nil, Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	b.createTopic(t, "t", 1)
+	nc := b.dial(t)
+	produce := func(partition int32, corr int32) {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = 0, 10_000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = partition, testBatch("v")
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		_, err := nc.Write(requestFrame(req, 7, corr))
+		require.NoError(t, err)
+	}
+	produce(0, 1) // taken, no answer: the next request on the connection is answered
+	resp := roundTrip(t, nc, kmsg.NewPtrApiVersionsRequest(), 3, 2).(*kmsg.ApiVersionsResponse)
+	require.Equal(t, int16(0), resp.ErrorCode)
+	require.Equal(t, int64(1), partitionOf(t, b.store, "t", 0).LogEndOffset())
+
+	produce(9, 3) // no partition 9: the connection closes
+	requireClosedByServer(t, nc)
+	logs.waitFor(t, "kafka connection closed", "acks=0 produce to topic t partition 9 failed with error code 3")
 }
