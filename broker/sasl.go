@@ -1,6 +1,9 @@
 package broker
 
 import (
+	"crypto/hmac"
+	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -48,8 +51,10 @@ var allMechanisms = []string{MechanismPlain, MechanismSCRAMSHA256, MechanismSCRA
 // credential. For a password line, SCRAM-SHA-256 and SCRAM-SHA-512 credentials are derived when
 // the file is loaded, with random salts and 4096 iterations (Kafka's minimum).
 //
-// Passwords are checked in constant time; SCRAM (RFC 5802, RFC 7677) is
-// github.com/xdg-go/scram's server conversation. A SCRAM client naming an unknown user gets a
+// Passwords are checked in constant time. SCRAM (RFC 5802, RFC 7677) is github.com/xdg-go/scram's
+// server conversation for client-first and server-first, and Kafka's ScramSaslServer's
+// verification of client-final, which also takes the nonce librdkafka before 2.6.1 sends
+// (scramSession.finalMessage). A SCRAM client naming an unknown user gets a
 // made-up salt and fails at the proof, as a wrong password does.
 type SASLConfig struct {
 	// Mechanisms are the SASL mechanisms clients may use, among MechanismPlain,
@@ -154,10 +159,10 @@ func newSASLSession(mechanism string, creds *Credentials) saslSession {
 		return &plainSession{creds: creds}
 	}
 	hash, _ := scramHash(mechanism)
-	s := &scramSession{mechanism: mechanism}
+	s := &scramSession{mechanism: mechanism, hash: hash}
 	srv, _ := hash.NewServer(func(user string) (scram.StoredCredentials, error) {
 		cred, known := creds.scramCredential(user, mechanism)
-		s.unknownUser = !known
+		s.cred, s.unknownUser = cred, !known
 		return scram.StoredCredentials{
 			KeyFactors: scram.KeyFactors{Salt: string(cred.Salt), Iters: cred.Iterations},
 			StoredKey:  cred.StoredKey,
@@ -206,35 +211,130 @@ func (s *plainSession) step(token []byte) ([]byte, bool, error) {
 
 // scramSession is SCRAM-SHA-256 or SCRAM-SHA-512 (RFC 5802, RFC 7677; Kafka's
 // ScramSaslServer): client-first answered with server-first, client-final with server-final.
-// Every failure gets Kafka's generic message; xdg-go/scram's "e=" server error is not sent, as
-// Kafka does not send one.
+// github.com/xdg-go/scram's server conversation parses client-first and makes server-first;
+// client-final is verified here, as ScramSaslServer and ScramFormatter do, because xdg-go/scram
+// requires the nonce of client-final to be the nonce of server-first, and librdkafka before
+// 2.6.1 (kcat, confluent-kafka-go, -python, -dotnet of those versions; Debian 12 ships 2.0.2)
+// sends its client nonce once more in front of it (see finalMessage). Every failure gets
+// Kafka's generic message; no "e=" server error is sent, as Kafka does not send one.
 type scramSession struct {
-	mechanism   string
-	conv        *scram.ServerConversation
+	mechanism string
+	hash      scram.HashGeneratorFcn
+	conv      *scram.ServerConversation // client-first and server-first
+	// cred is the user's credential, looked up by conv (a made-up one for an unknown user).
+	cred        SCRAMCredential
 	unknownUser bool
-	steps       int
+	// From the first step: client-first's GS2 header ("n,," or "n,a=<authzid>,") and
+	// client-first-message-bare, the client's nonce, server-first and its nonce (the client's
+	// and the server's).
+	gs2Header       string
+	clientFirstBare string
+	clientNonce     string
+	serverFirst     string
+	nonce           string
+	steps           int
 }
 
 func (s *scramSession) user() string { return s.conv.Username() }
 
 func (s *scramSession) step(token []byte) ([]byte, bool, error) {
 	s.steps++
-	out, err := s.conv.Step(string(token))
-	if err != nil {
-		reason := err.Error()
-		if s.unknownUser {
-			reason = "unknown user"
+	switch s.steps {
+	case 1:
+		out, err := s.conv.Step(string(token))
+		if err != nil {
+			return nil, false, s.fail(err.Error())
 		}
-		return nil, false, invalidCredentials(s.mechanism, reason)
-	}
-	if s.steps == 1 {
 		if z := s.conv.AuthzID(); z != "" && z != s.conv.Username() {
 			return nil, false, &authError{clientMessage: msgAuthzIDMismatch, reason: "authorization id differs from the user name"}
 		}
+		// xdg-go/scram parsed client-first, "<flag>,[a=<authzid>],n=<user>,r=<nonce>[,...]",
+		// as four fields at least; server-first is "r=<nonce>,s=<salt>,i=<iterations>".
+		c1 := strings.Split(string(token), ",")
+		s.gs2Header, s.clientFirstBare = c1[0]+","+c1[1]+",", strings.Join(c1[2:], ",")
+		s.clientNonce = strings.TrimPrefix(c1[3], "r=")
+		s.serverFirst = out
+		s.nonce, _, _ = strings.Cut(strings.TrimPrefix(out, "r="), ",")
 		return []byte(out), false, nil
+	case 2:
+		out, reason := s.finalMessage(string(token))
+		if reason != "" {
+			return nil, false, s.fail(reason)
+		}
+		return out, true, nil
 	}
-	if !s.conv.Valid() {
-		return nil, false, invalidCredentials(s.mechanism, "invalid proof")
+	return nil, false, invalidCredentials(s.mechanism, "a SCRAM token after the exchange completed")
+}
+
+// fail is a failed step: Kafka's generic answer, logged with reason, or with "unknown user"
+// for a user not in the credentials.
+func (s *scramSession) fail(reason string) *authError {
+	if s.unknownUser {
+		reason = "unknown user"
 	}
-	return []byte(out), true, nil
+	return invalidCredentials(s.mechanism, reason)
+}
+
+// finalMessage verifies client-final, "c=<channel binding>,r=<nonce>[,<extensions>],p=<proof>",
+// and returns server-final, "v=<server signature>", or the reason it failed. It follows Kafka's
+// ScramSaslServer.evaluateResponse and verifyClientProof and ScramFormatter: the proof is
+// verified over the client-final message as received,
+//
+//	AuthMessage     = client-first-message-bare + "," + server-first-message + "," +
+//	                  client-final-message-without-proof
+//	ClientSignature = HMAC(StoredKey, AuthMessage)
+//	ClientKey       = ClientProof XOR ClientSignature
+//	H(ClientKey) == StoredKey, compared in constant time
+//	ServerSignature = HMAC(ServerKey, AuthMessage)
+//
+// The channel binding must be the GS2 header of client-first (base64 "biws" for "n,,"; as
+// RFC 5802 section 5.1 and xdg-go/scram require). The nonce must be server-first's (RFC 5802)
+// or, for librdkafka before 2.6.1 (confluentinc/librdkafka#4895), the client's nonce followed by
+// server-first's. Kafka 3.8.1 to 3.9 accept any nonce that ends with server-first's
+// (ScramSaslServer's clientFinalMessage.nonce().endsWith(serverFirstMessage.nonce())), Kafka
+// before 3.8.1 any nonce, Kafka 4 server-first's only; the two forms taken here are those in
+// use. As in Kafka the proof covers the nonce as sent, so the client proves the password over
+// exactly this exchange either way.
+func (s *scramSession) finalMessage(c2 string) ([]byte, string) {
+	fields := strings.Split(c2, ",")
+	if len(fields) < 3 {
+		return nil, "malformed client-final message"
+	}
+	cbind, okC := strings.CutPrefix(fields[0], "c=")
+	nonce, okR := strings.CutPrefix(fields[1], "r=")
+	proofB64, okP := strings.CutPrefix(fields[len(fields)-1], "p=")
+	if !okC || !okR || !okP {
+		return nil, "malformed client-final message"
+	}
+	channelBinding, err := base64.StdEncoding.DecodeString(cbind)
+	if err != nil {
+		return nil, "malformed channel binding in client-final message"
+	}
+	proof, err := base64.StdEncoding.DecodeString(proofB64)
+	if err != nil {
+		return nil, "malformed proof in client-final message"
+	}
+	if string(channelBinding) != s.gs2Header {
+		return nil, "channel binding mismatch"
+	}
+	if nonce != s.nonce && nonce != s.clientNonce+s.nonce {
+		return nil, "nonce received did not match nonce sent"
+	}
+	withoutProof := c2[:len(c2)-len(",p=")-len(proofB64)]
+	authMessage := []byte(s.clientFirstBare + "," + s.serverFirst + "," + withoutProof)
+	mac := hmac.New(s.hash, s.cred.StoredKey)
+	mac.Write(authMessage)
+	clientKey := mac.Sum(nil) // ClientSignature, then ClientKey
+	if len(proof) != len(clientKey) {
+		return nil, "invalid proof"
+	}
+	subtle.XORBytes(clientKey, clientKey, proof)
+	h := s.hash()
+	h.Write(clientKey)
+	if !hmac.Equal(h.Sum(nil), s.cred.StoredKey) {
+		return nil, "invalid proof"
+	}
+	mac = hmac.New(s.hash, s.cred.ServerKey)
+	mac.Write(authMessage)
+	return []byte("v=" + base64.StdEncoding.EncodeToString(mac.Sum(nil))), ""
 }

@@ -3,12 +3,19 @@ package broker
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/pbkdf2"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -277,7 +284,13 @@ func TestSASLRequestBeforeAuthentication(t *testing.T) {
 		rc := dialRaw(t, b.addr)
 		req := kmsg.NewPtrSASLHandshakeRequest()
 		req.Version, req.Mechanism = 1, strings.Repeat("x", maxUnauthenticatedBytes)
-		rc.send(req)
+		// The broker closes the connection once it has read the frame's size, so the write
+		// of the rest may fail: the connection reset by the broker's unread bytes, or the
+		// pipe broken.
+		_, err := rc.nc.Write(rc.f.AppendRequest(nil, req, 1))
+		if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+			require.ErrorIs(t, err, syscall.EPIPE)
+		}
 		rc.requireDropped()
 	})
 }
@@ -536,4 +549,204 @@ func TestSASLConfigCheck(t *testing.T) {
 	require.NoError(t, (&SASLConfig{Credentials: st}).check())
 	require.Equal(t, allMechanisms, (&SASLConfig{}).mechanisms())
 	require.Equal(t, []string{MechanismSCRAMSHA256}, (&SASLConfig{Mechanisms: []string{MechanismSCRAMSHA256, MechanismSCRAMSHA256}}).mechanisms())
+}
+
+// scramExchange is a SCRAM client computed by hand from the password, to send client-final
+// messages in forms franz-go does not: librdkafka's, and wrong ones.
+type scramExchange struct {
+	t               *testing.T
+	hash            func() hash.Hash
+	clientFirstBare string
+	clientNonce     string
+	serverFirst     string
+	nonce           string // server-first's: the client's nonce and the server's
+	salt            []byte
+	iterations      int
+}
+
+// scramClientNonce is the client nonce of RFC 5802's example.
+const scramClientNonce = "fyko+d2lbbFgONRv9qkxdawL"
+
+// startSCRAM sends client-first "n,,n=<user>,r=<scramClientNonce>" to step and parses the
+// server-first answered.
+func startSCRAM(t *testing.T, mechanism, user string, step func([]byte) []byte) *scramExchange {
+	t.Helper()
+	hashFn, ok := scramHash(mechanism)
+	require.True(t, ok)
+	x := &scramExchange{t: t, hash: hashFn, clientFirstBare: "n=" + user + ",r=" + scramClientNonce, clientNonce: scramClientNonce}
+	x.serverFirst = string(step([]byte("n,," + x.clientFirstBare)))
+	fields := strings.Split(x.serverFirst, ",")
+	require.Len(t, fields, 3, x.serverFirst)
+	var okR, okS, okI bool
+	var salt, iterations string
+	x.nonce, okR = strings.CutPrefix(fields[0], "r=")
+	salt, okS = strings.CutPrefix(fields[1], "s=")
+	iterations, okI = strings.CutPrefix(fields[2], "i=")
+	require.True(t, okR && okS && okI, x.serverFirst)
+	require.True(t, strings.HasPrefix(x.nonce, scramClientNonce), x.nonce)
+	require.Greater(t, len(x.nonce), len(scramClientNonce))
+	var err error
+	x.salt, err = base64.StdEncoding.DecodeString(salt)
+	require.NoError(t, err)
+	x.iterations, err = strconv.Atoi(iterations)
+	require.NoError(t, err)
+	return x
+}
+
+// final returns client-final for withoutProof ("c=...,r=...") with the proof of password
+// (RFC 5802 section 3), and the server signature a server must answer with.
+func (x *scramExchange) final(password, withoutProof string) (clientFinal []byte, serverFinal string) {
+	x.t.Helper()
+	salted, err := pbkdf2.Key(x.hash, password, x.salt, x.iterations, x.hash().Size())
+	require.NoError(x.t, err)
+	hmacOf := func(key []byte, s string) []byte {
+		m := hmac.New(x.hash, key)
+		m.Write([]byte(s))
+		return m.Sum(nil)
+	}
+	clientKey := hmacOf(salted, "Client Key")
+	h := x.hash()
+	h.Write(clientKey)
+	storedKey := h.Sum(nil)
+	authMessage := x.clientFirstBare + "," + x.serverFirst + "," + withoutProof
+	proof := hmacOf(storedKey, authMessage)
+	subtle.XORBytes(proof, proof, clientKey)
+	serverSignature := hmacOf(hmacOf(salted, "Server Key"), authMessage)
+	return []byte(withoutProof + ",p=" + base64.StdEncoding.EncodeToString(proof)),
+		"v=" + base64.StdEncoding.EncodeToString(serverSignature)
+}
+
+// TestSCRAMClientFinalForms drives scramSession with client-final messages built by hand:
+// RFC 5802's, librdkafka's before 2.6.1 (its client nonce, then server-first's nonce, which
+// begins with it: rdkafka_sasl_scram.c's "c=%s,r=%.*s%s"), and ones that must fail, for a
+// user with a password (alice) and one with stored SCRAM credentials (bob).
+func TestSCRAMClientFinalForms(t *testing.T) {
+	creds := testCredentials(t)
+	users := []struct{ user, pass string }{{"alice", "alice-secret"}, {"bob", "bob-secret"}}
+	for _, m := range []string{MechanismSCRAMSHA256, MechanismSCRAMSHA512} {
+		for _, u := range users {
+			for _, tc := range []struct {
+				name     string
+				password string
+				// withoutProof is client-final-message-without-proof from x.
+				withoutProof func(x *scramExchange) string
+				reason       string // "" for success
+			}{
+				{"RFC 5802", u.pass, func(x *scramExchange) string { return "c=biws,r=" + x.nonce }, ""},
+				{"librdkafka", u.pass, func(x *scramExchange) string { return "c=biws,r=" + x.clientNonce + x.nonce }, ""},
+				{"with an extension", u.pass, func(x *scramExchange) string { return "c=biws,r=" + x.nonce + ",x=ext" }, ""},
+				{"wrong password", "wrong", func(x *scramExchange) string { return "c=biws,r=" + x.nonce }, "invalid proof"},
+				{"librdkafka wrong password", "wrong", func(x *scramExchange) string { return "c=biws,r=" + x.clientNonce + x.nonce }, "invalid proof"},
+				{"client nonce only", u.pass, func(x *scramExchange) string { return "c=biws,r=" + x.clientNonce }, "nonce received did not match nonce sent"},
+				{"nonce not ending with the server's", u.pass, func(x *scramExchange) string { return "c=biws,r=" + x.nonce + "x" }, "nonce received did not match nonce sent"},
+				{"other prefix", u.pass, func(x *scramExchange) string { return "c=biws,r=x" + x.nonce }, "nonce received did not match nonce sent"},
+				{"librdkafka form twice", u.pass, func(x *scramExchange) string { return "c=biws,r=" + x.clientNonce + x.clientNonce + x.nonce }, "nonce received did not match nonce sent"},
+				{"channel binding of another GS2 header", u.pass, func(x *scramExchange) string { return "c=eSws,r=" + x.nonce }, "channel binding mismatch"},
+			} {
+				t.Run(m+"/"+u.user+"/"+tc.name, func(t *testing.T) {
+					s := newSASLSession(m, creds)
+					x := startSCRAM(t, m, u.user, func(tok []byte) []byte {
+						out, done, err := s.step(tok)
+						require.NoError(t, err)
+						require.False(t, done)
+						return out
+					})
+					require.Equal(t, u.user, s.user())
+					final, serverFinal := x.final(tc.password, tc.withoutProof(x))
+					out, done, err := s.step(final)
+					if tc.reason == "" {
+						require.NoError(t, err)
+						require.True(t, done)
+						require.Equal(t, serverFinal, string(out))
+						return
+					}
+					require.False(t, done)
+					require.Nil(t, out)
+					var ae *authError
+					require.ErrorAs(t, err, &ae)
+					require.Equal(t, tc.reason, ae.reason)
+					require.Equal(t, "Authentication failed during authentication due to invalid credentials with SASL mechanism "+m, ae.clientMessage)
+				})
+			}
+		}
+	}
+	t.Run("authzid", func(t *testing.T) {
+		// The channel binding is client-first's GS2 header, "n,a=alice," here.
+		s := newSASLSession(MechanismSCRAMSHA256, creds)
+		x := &scramExchange{t: t, hash: sha256.New, clientFirstBare: "n=alice,r=" + scramClientNonce, clientNonce: scramClientNonce}
+		out, _, err := s.step([]byte("n,a=alice," + x.clientFirstBare))
+		require.NoError(t, err)
+		x.serverFirst = string(out)
+		fields := strings.Split(x.serverFirst, ",")
+		x.nonce = strings.TrimPrefix(fields[0], "r=")
+		x.salt, err = base64.StdEncoding.DecodeString(strings.TrimPrefix(fields[1], "s="))
+		require.NoError(t, err)
+		x.iterations = DefaultSCRAMIterations
+		require.Equal(t, "i=4096", fields[2])
+		cbind := base64.StdEncoding.EncodeToString([]byte("n,a=alice,"))
+		final, serverFinal := x.final("alice-secret", "c="+cbind+",r="+x.clientNonce+x.nonce)
+		out, done, err := s.step(final)
+		require.NoError(t, err)
+		require.True(t, done)
+		require.Equal(t, serverFinal, string(out))
+	})
+	t.Run("unknown user", func(t *testing.T) {
+		s := newSASLSession(MechanismSCRAMSHA512, creds)
+		x := startSCRAM(t, MechanismSCRAMSHA512, "carol", func(tok []byte) []byte {
+			out, _, err := s.step(tok)
+			require.NoError(t, err)
+			return out
+		})
+		final, _ := x.final("alice-secret", "c=biws,r="+x.clientNonce+x.nonce)
+		_, done, err := s.step(final)
+		require.False(t, done)
+		var ae *authError
+		require.ErrorAs(t, err, &ae)
+		require.Equal(t, "unknown user", ae.reason)
+	})
+	for _, tc := range []struct{ name, final, reason string }{
+		{"no proof", "c=biws,r=N", "malformed client-final message"},
+		{"empty", "", "malformed client-final message"},
+		{"proof first", "p=AAAA,r=N,c=biws", "malformed client-final message"},
+		{"channel binding not base64", "c=b!ws,r=N,p=AAAA", "malformed channel binding in client-final message"},
+		{"proof not base64", "c=biws,r=N,p=A!AA", "malformed proof in client-final message"},
+		{"short proof", "c=biws,r=N,p=AAAA", "invalid proof"},
+	} {
+		t.Run("malformed/"+tc.name, func(t *testing.T) {
+			s := newSASLSession(MechanismSCRAMSHA256, creds)
+			x := startSCRAM(t, MechanismSCRAMSHA256, "alice", func(tok []byte) []byte {
+				out, _, err := s.step(tok)
+				require.NoError(t, err)
+				return out
+			})
+			_, done, err := s.step([]byte(strings.ReplaceAll(tc.final, "r=N", "r="+x.nonce)))
+			require.False(t, done)
+			var ae *authError
+			require.ErrorAs(t, err, &ae)
+			require.Equal(t, tc.reason, ae.reason)
+		})
+	}
+}
+
+// TestSCRAMLibrdkafkaFormRaw authenticates over the wire with librdkafka's client-final form,
+// then is answered Metadata.
+func TestSCRAMLibrdkafkaFormRaw(t *testing.T) {
+	b := startBroker(t, nil, Config{SASL: &SASLConfig{Credentials: testCredentials(t)}})
+	for _, m := range []string{MechanismSCRAMSHA256, MechanismSCRAMSHA512} {
+		t.Run(m, func(t *testing.T) {
+			rc := dialRaw(t, b.addr)
+			require.Equal(t, int16(0), rc.handshake(1, m).ErrorCode)
+			x := startSCRAM(t, m, "bob", func(tok []byte) []byte {
+				resp := rc.authenticate(2, tok)
+				require.Equal(t, int16(0), resp.ErrorCode)
+				return resp.SASLAuthBytes
+			})
+			final, serverFinal := x.final("bob-secret", "c=biws,r="+x.clientNonce+x.nonce)
+			resp := rc.authenticate(2, final)
+			require.Equal(t, int16(0), resp.ErrorCode)
+			require.Nil(t, resp.ErrorMessage)
+			require.Equal(t, serverFinal, string(resp.SASLAuthBytes))
+			require.Equal(t, DefaultClusterID, *rc.metadata().ClusterID)
+		})
+	}
 }
