@@ -19,7 +19,8 @@ import (
 // record's number and a 100-byte value cut from the seeded random slab.
 
 // newKafkaClient returns a kgo client of the server at addr with kgo's defaults (acks=all,
-// idempotence, 10 ms linger, 1 MB batches, 5 requests in flight) but for compression, which is
+// idempotence, 10 ms linger, 1 MB batches, 5 requests in flight with a producer id and 1
+// without) but for compression, which is
 // off: the values are random and do not compress, and snappy (kgo's default) would only spend
 // client CPU that the server on the same machine then lacks.
 func newKafkaClient(addr string, opts ...kgo.Opt) (*kgo.Client, error) {
@@ -80,6 +81,10 @@ type produced struct {
 	// latencies holds each record's time from its Produce call (rate 0) or from its scheduled
 	// time (rate > 0) to its promise, in ns, sorted.
 	latencies []int64
+	// lags holds, with a rate, how late each record's Produce call was against its due time, in
+	// ns, sorted: the client's own delays (a descheduled or blocked producer), which the
+	// latencies include.
+	lags []int64
 }
 
 // produceRecords produces records first to first+n-1 through cl (which has a default produce
@@ -90,6 +95,10 @@ type produced struct {
 func produceRecords(ctx context.Context, cl *kgo.Client, gen *Gen, first int64, n int, rate float64) (produced, error) {
 	keys := make([]byte, n*keySize)
 	starts := make([]int64, n)
+	var lags []int64
+	if rate > 0 {
+		lags = make([]int64, n)
+	}
 	lats := make([]int64, n)
 	var (
 		completed atomic.Int64
@@ -115,6 +124,7 @@ func produceRecords(ctx context.Context, cl *kgo.Client, gen *Gen, first int64, 
 				time.Sleep(d)
 			}
 			starts[j] = int64(due)
+			lags[j] = max(0, int64(time.Since(base)-due))
 		} else {
 			starts[j] = int64(time.Since(base))
 		}
@@ -126,13 +136,14 @@ func produceRecords(ctx context.Context, cl *kgo.Client, gen *Gen, first int64, 
 	case <-ctx.Done():
 		return produced{}, fmt.Errorf("%d of %d records acknowledged: %w", completed.Load(), n, ctx.Err())
 	}
-	out := produced{elapsed: time.Since(base), latencies: lats}
+	out := produced{elapsed: time.Since(base), latencies: lats, lags: lags}
 	// Every promise ran (the last one closed allDone after the others' counts): firstErr is
 	// settled.
 	if firstErr != nil {
 		return out, firstErr
 	}
 	slices.Sort(lats)
+	slices.Sort(lags)
 	return out, nil
 }
 

@@ -30,10 +30,12 @@ type KafkaSummary struct {
 	RPS, MBps    float64
 	P50, P99     float64
 	P999         float64
-	// RecsPerReq is the records per Produce request; ReqP50 and ReqP99 the requests' round
-	// trips in ms.
-	RecsPerReq     float64
-	ReqP50, ReqP99 float64
+	// RecsPerReq is the records per Produce request; ReqP50, ReqP99 and ReqMax the requests'
+	// round trips in ms.
+	RecsPerReq             float64
+	ReqP50, ReqP99, ReqMax float64
+	// LagP99 and LagMax are how late the steady case's Produce calls were, in ms.
+	LagP99, LagMax float64
 	// ServerUS and ClientUS are the CPU µs per record of the server and of the client.
 	ServerUS, ClientUS float64
 	ServerRSS          int64
@@ -46,7 +48,7 @@ type KafkaSummary struct {
 // summarizeKafka takes the medians of rs.
 func summarizeKafka(rs []KafkaResult) *KafkaSummary {
 	s := &KafkaSummary{Idempotent: true}
-	var rps, mbps, p50, p99, p999, srv, cli, rss, rpr, rq50, rq99 []float64
+	var rps, mbps, p50, p99, p999, srv, cli, rss, rpr, rq50, rq99, rqMax, lag99, lagMax []float64
 	for _, r := range rs {
 		if r.Err != "" {
 			s.Failed++
@@ -60,9 +62,10 @@ func summarizeKafka(rs []KafkaResult) *KafkaSummary {
 		srv = append(srv, 1e6*r.ServerCPU/float64(r.Records))
 		cli = append(cli, 1e6*r.ClientCPU/float64(r.Records))
 		rss = append(rss, float64(r.ServerRSS))
+		lag99, lagMax = append(lag99, r.LagP99), append(lagMax, r.LagMax)
 		if r.Requests > 0 {
 			rpr = append(rpr, float64(r.Records)/float64(r.Requests))
-			rq50, rq99 = append(rq50, r.ReqP50), append(rq99, r.ReqP99)
+			rq50, rq99, rqMax = append(rq50, r.ReqP50), append(rq99, r.ReqP99), append(rqMax, r.ReqMax)
 		}
 		s.Idempotent = s.Idempotent && r.Idempotent
 	}
@@ -72,7 +75,8 @@ func summarizeKafka(rs []KafkaResult) *KafkaSummary {
 	s.RPS, s.MBps = median(rps), median(mbps)
 	s.P50, s.P99, s.P999 = median(p50), median(p99), median(p999)
 	s.ServerUS, s.ClientUS, s.ServerRSS = median(srv), median(cli), int64(median(rss))
-	s.RecsPerReq, s.ReqP50, s.ReqP99 = median(rpr), median(rq50), median(rq99)
+	s.RecsPerReq, s.ReqP50, s.ReqP99, s.ReqMax = median(rpr), median(rq50), median(rq99), median(rqMax)
+	s.LagP99, s.LagMax = median(lag99), median(lagMax)
 	if s.RPS > 0 {
 		s.Spread = (slices.Max(rps) - slices.Min(rps)) / s.RPS
 	}
@@ -128,11 +132,11 @@ func (r *KafkaReport) Write(w io.Writer) error {
 	pw := &printer{w: w}
 	pw.p("## (k) Kafka's wire protocol: the broker against kfake and a discard server\n\n")
 	pw.p("One kgo client (franz-go %s) in the bench's process produces to and consumes from each server over loopback; every server runs in a child process of the bench binary, a new one for every case and run, so that its heap, CPU time and peak RSS are its own. ", moduleVersion("github.com/twmb/franz-go"))
-	pw.p("The client keeps kgo's defaults (acks=all, idempotence, 10 ms linger, batches up to 1 MB, 5 produce requests in flight, 50,000 records buffered) but for compression, off: the values are random, and snappy would only take CPU from the server on the same cores. ")
+	pw.p("The client keeps kgo's defaults (acks=all, idempotence, 10 ms linger, batches up to 1 MB, 5 produce requests in flight with a producer id and 1 without, 50,000 records buffered) but for compression, off: the values are random, and snappy would only take CPU from the server on the same cores. ")
 	pw.p("Records have 16-byte keys and 100-byte values (MB/s counts those 116 bytes; kgo partitions by the key's hash). ")
 	pw.p("The discard server is the ceiling the client and the protocol leave on this machine: it answers a produce at once and keeps nothing, and answers a fetch with copies of one stored batch. ")
 	pw.p("Produce cases produce one record first (not timed: metadata and producer id), then time from the first Produce call to the last promise; latency is per record, from its Produce call to its promise (Produce blocks while kgo buffers 50,000 records, so at saturation it is mostly the client's queue). ")
-	pw.p("The steady case produces on a schedule (record j due j/rate after the start) and counts each latency from the record's due time, so a producer that falls behind is charged for it. ")
+	pw.p("The steady case produces on a schedule (record j due j/rate after the start) and counts each latency from the record's due time, so a producer that falls behind is charged for it; how late the Produce calls themselves were is given apart (the client's own stalls, not the server's). ")
 	pw.p("The consume case fills a topic first (not timed; the discard server's partitions hold the records from the start), then times a new consumer from its creation to the last record, each record's value checked against its key's number. ")
 	pw.p("Server and client CPU are the user and system CPU time of each process in the timed part, per record: on a shared machine they move less than records/s. Peak RSS is the server's VmHWM in the timed part, reset at its start.\n\n")
 	pw.p("```sh\n%s\n```\n\n", r.Command)
@@ -181,8 +185,12 @@ func (r *KafkaReport) writeCase(pw *printer, c KafkaCase) {
 	head := "| system | records/s | MB/s |"
 	align := "|---|--:|--:|"
 	if produce {
-		head += " p50 ms | p99 ms | p99.9 ms | records per request | request p50 / p99 ms |"
+		head += " p50 ms | p99 ms | p99.9 ms | records per request | request p50 / p99 / max ms |"
 		align += "--:|--:|--:|--:|--:|"
+	}
+	if c.Rate > 0 {
+		head += " Produce call late p99 / max ms |"
+		align += "--:|"
 	}
 	head += " server µs/record | client µs/record | server peak RSS |"
 	align += "--:|--:|--:|"
@@ -202,6 +210,9 @@ func (r *KafkaReport) writeCase(pw *printer, c KafkaCase) {
 	}
 	pw.p("%s target |\n%s---|\n", head, align)
 	for _, s := range r.Systems {
+		if !s.Takes(c.ID) {
+			continue
+		}
 		name := s.Name
 		if s.Kind == KindOurs {
 			name = "**" + name + "**"
@@ -217,7 +228,10 @@ func (r *KafkaReport) writeCase(pw *printer, c KafkaCase) {
 		}
 		row += fmt.Sprintf(" | %.1f |", sum.MBps)
 		if produce {
-			row += fmt.Sprintf(" %.1f | %.1f | %.1f | %s | %.1f / %.1f |", sum.P50, sum.P99, sum.P999, count(int(sum.RecsPerReq+0.5)), sum.ReqP50, sum.ReqP99)
+			row += fmt.Sprintf(" %.1f | %.1f | %.1f | %s | %.1f / %.1f / %.0f |", sum.P50, sum.P99, sum.P999, count(int(sum.RecsPerReq+0.5)), sum.ReqP50, sum.ReqP99, sum.ReqMax)
+		}
+		if c.Rate > 0 {
+			row += fmt.Sprintf(" %.1f / %.1f |", sum.LagP99, sum.LagMax)
 		}
 		row += fmt.Sprintf(" %.2f | %.2f | %.0f MiB |", sum.ServerUS, sum.ClientUS, mib(sum.ServerRSS))
 		if produce {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,10 +77,13 @@ type KafkaResult struct {
 	Seconds float64
 	// P50, P99 and P999 are the produce latencies in ms (produce cases).
 	P50, P99, P999 float64
-	// Requests is the number of Produce requests of the timed part, ReqP50 and ReqP99 their
-	// round trips in ms.
-	Requests       int
-	ReqP50, ReqP99 float64
+	// Requests is the number of Produce requests of the timed part, ReqP50, ReqP99 and ReqMax
+	// their round trips in ms.
+	Requests               int
+	ReqP50, ReqP99, ReqMax float64
+	// LagP99 and LagMax say how late the steady case's Produce calls were against their due
+	// times, in ms: the client's own delays.
+	LagP99, LagMax float64
 	// ServerCPU and ClientCPU are the user and system CPU seconds of the server's process and of
 	// this one during the timed part.
 	ServerCPU, ClientCPU float64
@@ -122,6 +126,11 @@ func runKafka(f *flags) error {
 				return err
 			}
 			systems = append(systems, s)
+		}
+	}
+	if f.cpuProfile != "" {
+		if _, err := os.Stat(filepath.Dir(f.cpuProfile)); err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
 		}
 	}
 	runs := f.runs
@@ -189,8 +198,11 @@ func kafkaProgress(r KafkaResult) string {
 	if r.P50 > 0 {
 		s += fmt.Sprintf(", p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms", r.P50, r.P99, r.P999)
 	}
+	if r.LagMax > 0 {
+		s += fmt.Sprintf(", Produce calls late by p99 %.1f ms, max %.1f ms", r.LagP99, r.LagMax)
+	}
 	if r.Requests > 0 {
-		s += fmt.Sprintf(", %d requests (%.0f records each, round trip p50 %.1f ms, p99 %.1f ms)", r.Requests, float64(r.Records)/float64(r.Requests), r.ReqP50, r.ReqP99)
+		s += fmt.Sprintf(", %d requests (%.0f records each, round trip p50 %.1f ms, p99 %.1f ms, max %.1f ms)", r.Requests, float64(r.Records)/float64(r.Requests), r.ReqP50, r.ReqP99, r.ReqMax)
 	}
 	return s + fmt.Sprintf(", server %.2f µs/record, client %.2f µs/record", 1e6*r.ServerCPU/float64(r.Records), 1e6*r.ClientCPU/float64(r.Records))
 }
@@ -275,8 +287,11 @@ func (kr *kafkaRun) measure(srv *serverProc, s *KafkaSystem, c KafkaCase) (Kafka
 	}
 	res.Seconds = p.elapsed.Seconds()
 	res.P50, res.P99, res.P999 = percentile(p.latencies, 0.5), percentile(p.latencies, 0.99), percentile(p.latencies, 0.999)
+	if len(p.lags) > 0 {
+		res.LagP99, res.LagMax = percentile(p.lags, 0.99), percentile(p.lags, 1)
+	}
 	rt := reqs.sorted()
-	res.Requests, res.ReqP50, res.ReqP99 = len(rt), percentile(rt, 0.5), percentile(rt, 0.99)
+	res.Requests, res.ReqP50, res.ReqP99, res.ReqMax = len(rt), percentile(rt, 0.5), percentile(rt, 0.99), percentile(rt, 1)
 	if err := kr.finish(srv, &res, srvCPU, cliCPU); err != nil {
 		return res, err
 	}
