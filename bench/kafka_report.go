@@ -141,15 +141,16 @@ func (r *KafkaReport) Write(w io.Writer) error {
 	pw.p("Server and client CPU are the user and system CPU time of each process in the timed part, per record: on a shared machine they move less than records/s. Peak RSS is the server's VmHWM in the timed part, reset at its start.\n\n")
 	pw.p("```sh\n%s\n```\n\n", r.Command)
 	m := r.Machine
-	pw.p("Run %s, took %s; %s, %d cores, %s, %s; 1-minute load average %s before the run and %s after it. ", r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Elapsed.Round(time.Second), m.CPU, m.Cores, m.Kernel, m.Go, r.LoadBefore, r.LoadAfter)
+	line := fmt.Sprintf("Run %s, took %s; %s, %d cores, %s, %s; 1-minute load average %s before the run and %s after it.", r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Elapsed.Round(time.Second), m.CPU, m.Cores, m.Kernel, m.Go, r.LoadBefore, r.LoadAfter)
 	if r.Runs > 1 {
-		pw.p("%d interleaved runs; each figure is the median of its runs, ± the spread (max−min)/median of the records/s. ", r.Runs)
+		line += fmt.Sprintf(" %d interleaved runs; each figure is the median of its runs, ± the spread (max−min)/median of the records/s.", r.Runs)
 	} else {
-		pw.p("One run (-runs sets more, interleaved, medians reported). ")
+		line += " One run (-runs sets more, interleaved, medians reported)."
 	}
 	if r.Scale != 1 {
-		pw.p("**Scaled run (-scale=%g).** ", r.Scale)
+		line += fmt.Sprintf(" **Scaled run (-scale=%g).**", r.Scale)
 	}
+	pw.p("%s", line)
 	pw.p("\n\n")
 
 	pw.p("| target (%s, the store's default durability) | measured | |\n|---|--:|---|\n", oursKafka)
