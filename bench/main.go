@@ -5,6 +5,7 @@
 //	cd bench && go run .                        # everything, 3 interleaved runs (about 15 minutes)
 //	cd bench && go run . -scale=0.1 -runs=1     # a quick, small version
 //	cd bench && go run . -workloads=a,d -systems=commitlog,bufio -out=-
+//	cd bench && go run . -workloads=kafka       # the Kafka wire server (k), printed (about 2 minutes)
 //
 // Every system × workload runs in a child process of this binary (-child), so each figure has a
 // fresh heap and its own peak RSS; see BENCHMARKS.md for the method.
@@ -45,12 +46,20 @@ type flags struct {
 	dir    string
 	// cpuProfile is where a child writes its CPU profile ("" for none).
 	cpuProfile string
+	// kafkaServe names the Kafka server a child serves (-workloads=kafka's children).
+	kafkaServe string
+	// discardFill is the records every partition of the discard server holds from the start.
+	discardFill int64
+	// cases are the Kafka cases to run (-workloads=kafka).
+	cases string
+	// runsSet and outSet say that -runs and -out were given.
+	runsSet, outSet bool
 }
 
 func parseFlags() *flags {
 	f := &flags{}
 	flag.IntVar(&f.runs, "runs", 3, "interleaved runs of every system × workload (the median is reported)")
-	flag.StringVar(&f.workloads, "workloads", "all", "workloads to run: all, or letters a-g separated by commas")
+	flag.StringVar(&f.workloads, "workloads", "all", "workloads to run: all, or letters a-g separated by commas; or kafka, the Kafka wire server's section (k) alone (one run unless -runs is given; printed unless -out is given)")
 	flag.StringVar(&f.systems, "systems", "all", "systems to run: all, or names separated by commas")
 	flag.StringVar(&f.out, "out", "../BENCHMARKS.md", "where to write the report (- for standard output)")
 	flag.Float64Var(&f.scale, "scale", 1, "multiply every workload's size by this (0.1 for a quick run)")
@@ -62,8 +71,19 @@ func parseFlags() *flags {
 	flag.BoolVar(&f.fill, "fill", false, "internal: fill a log until killed (workload f)")
 	flag.StringVar(&f.system, "system", "", "internal: the system of -child or -fill")
 	flag.StringVar(&f.dir, "dir", "", "internal: the log folder of -child or -fill")
-	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "with -child: write the case's CPU profile (go tool pprof) to this file")
+	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "with -child: write the case's CPU profile (go tool pprof) to this file; with -workloads=kafka: a prefix, each server's profile of each timed case goes to PREFIX-server-case-runN.pprof")
+	flag.StringVar(&f.cases, "cases", "all", "with -workloads=kafka: the cases to run, all or p1,p4,consume,steady")
+	flag.StringVar(&f.kafkaServe, "kafka-serve", "", "internal: serve this Kafka server in this process")
+	flag.Int64Var(&f.discardFill, "discard-fill", 0, "internal: with -kafka-serve discard, the records each partition holds from the start")
 	flag.Parse()
+	flag.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "runs":
+			f.runsSet = true
+		case "out":
+			f.outSet = true
+		}
+	})
 	return f
 }
 
@@ -71,6 +91,12 @@ func run() error {
 	f := parseFlags()
 	if f.scale <= 0 || f.runs < 1 {
 		return errors.New("-scale must be positive and -runs at least 1")
+	}
+	if f.kafkaServe != "" {
+		return kafkaServeMain(f.kafkaServe, f.dir, f.discardFill, f.cpuProfile)
+	}
+	if f.workloads == "kafka" {
+		return runKafka(f)
 	}
 	p := newParams(f.scale, f.dur, f.reopenBytes, findFlights(f.flights))
 	if f.child != "" || f.fill {
