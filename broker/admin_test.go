@@ -176,3 +176,36 @@ func TestDescribeClusterAndBrokerConfigs(t *testing.T) {
 	require.Equal(t, "3", *byName["num.partitions"].Value)
 	require.Equal(t, kmsg.ConfigSourceStaticBrokerConfig, byName["num.partitions"].Source)
 }
+
+// TestAlterConfigsReplaces: the legacy AlterConfigs replaces a topic's configuration whole;
+// configs it does not name return to their defaults (Kafka's semantics, unlike
+// IncrementalAlterConfigs).
+func TestAlterConfigsReplaces(t *testing.T) {
+	b := startBroker(t, nil, Config{})
+	ctx := testContext(t)
+	cl := b.client(t)
+	adm := kadm.NewClient(cl)
+	_, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"retention.ms": kmsg.StringPtr("3600000")}, "legacy")
+	require.NoError(t, err)
+	req := kmsg.NewPtrAlterConfigsRequest()
+	res := kmsg.NewAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "legacy"
+	rc := kmsg.NewAlterConfigsRequestResourceConfig()
+	rc.Name, rc.Value = "segment.bytes", kmsg.StringPtr("1048576")
+	res.Configs = append(res.Configs, rc)
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, cl)
+	require.NoError(t, err)
+	require.Equal(t, int16(0), resp.Resources[0].ErrorCode)
+	topic, err := b.store.Topic("legacy")
+	require.NoError(t, err)
+	got := topic.StoredConfig().KafkaConfigOverrides()
+	require.Equal(t, map[string]string{"segment.bytes": "1048576"}, got, "retention.ms went back to its default")
+
+	rc.Name, rc.Value = "no.such.config", kmsg.StringPtr("1")
+	req.Resources[0].Configs = []kmsg.AlterConfigsRequestResourceConfig{rc}
+	resp, err = req.RequestWith(ctx, cl)
+	require.NoError(t, err)
+	require.Equal(t, kerr.InvalidConfig.Code, resp.Resources[0].ErrorCode)
+	require.Equal(t, map[string]string{"segment.bytes": "1048576"}, topic.StoredConfig().KafkaConfigOverrides(), "nothing changed")
+}

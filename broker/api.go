@@ -37,6 +37,7 @@ func servedAPIs() []api {
 		{key: kmsg.TxnOffsetCommit, min: 0, max: 4, handle: handleTxnOffsetCommit},
 		{key: kmsg.DeleteRecords, min: 0, max: 2, handle: handleDeleteRecords},
 		{key: kmsg.DescribeConfigs, min: 1, max: 4, handle: handleDescribeConfigs},
+		{key: kmsg.AlterConfigs, min: 0, max: 2, handle: handleAlterConfigs},
 		{key: kmsg.IncrementalAlterConfigs, min: 0, max: 1, handle: handleIncrementalAlterConfigs},
 		{key: kmsg.CreatePartitions, min: 0, max: 3, handle: handleCreatePartitions},
 		{key: kmsg.DescribeCluster, min: 0, max: 1, handle: handleDescribeCluster},
