@@ -3,6 +3,8 @@ package mirror
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -235,7 +237,8 @@ func (p *Puller) State() PullState {
 // Run pulls until ctx ends, then returns nil; a transaction begun is finished first (committed,
 // or aborted when it failed), so a stop loses and repeats nothing. It first looks up the
 // topics on the cluster (retrying, with the lookup failures logged, until they exist and the
-// cluster answers), creates the local topics that are missing (the source's partition count and
+// cluster answers; a failed SASL authentication, a refused authorization or an untrusted
+// certificate ends Run with the error instead), creates the local topics that are missing (the source's partition count and
 // cleanup.policy, so a compacted topic stays compacted, and its max.message.bytes; timestamps
 // are not checked against the clock, as Kafka's default message.timestamp.after.max.ms does
 // not), and the positions topic; it sets each local topic's partitioner to
@@ -325,7 +328,24 @@ func pullSleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// retry runs f until it succeeds or ctx ends, logging each failure with what, waiting with
+// pullPermanent reports whether err is the cluster's refusal of the mirror itself, which
+// retrying does not mend: a failed SASL authentication, a refused authorization, a certificate
+// the TLS client does not trust.
+func pullPermanent(err error) bool {
+	for _, e := range []*kerr.Error{kerr.SaslAuthenticationFailed, kerr.UnsupportedSaslMechanism, kerr.IllegalSaslState,
+		kerr.TopicAuthorizationFailed, kerr.ClusterAuthorizationFailed} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var verify *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	var host x509.HostnameError
+	return errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &invalid) || errors.As(err, &host)
+}
+
+// retry runs f until it succeeds, fails for good (pullPermanent) or ctx ends, logging each failure with what, waiting with
 // backoff between attempts.
 func (r *pullRun) retry(ctx context.Context, what string, f func() error) error {
 	wait := pullBackoffMin
@@ -336,6 +356,9 @@ func (r *pullRun) retry(ctx context.Context, what string, f func() error) error 
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if pullPermanent(err) {
+			return fmt.Errorf("mirror pull: %s: %w", what, err)
 		}
 		r.log.Warn("mirror pull: "+what+" failed; retrying", "err", err, "in", wait)
 		if !pullSleep(ctx, wait) {
