@@ -50,4 +50,44 @@
 // Retention can delete local records before they are shipped (a cluster away for longer than
 // retention.ms): Push then logs PushLossEvent at slog.LevelError with the offsets, counts it in
 // PushState, and goes on from the log start offset.
+//
+// # Pull: exactly once, positions in the local store
+//
+// Pull keeps its positions on the local side, in the store it writes to, and moves them in the
+// same local transaction as the records, so that nothing on the cluster has to agree:
+//
+//   - A read_committed kgo consumer that assigns itself every partition of the topics
+//     (kgo.ConsumePartitions at explicit offsets; no consumer group, so no coordinator, no
+//     rebalance, no session timeout after a kill). It never resets a position by itself
+//     (kgo.NoResetOffset) and receives the transaction markers as control records, so that its
+//     position passes them as Kafka's consumer's does.
+//   - One local transactional producer per mirror, commitlog.Store.NewProducer with the
+//     transactional id "commitlog-mirror-pull-<name>". Starting it fences every older producer of
+//     the id, completes a transaction it had prepared to commit and aborts one it left open (a
+//     process killed mid-transaction), before anything is read.
+//   - The positions live in the local compacted topic "commitlog-mirror-pull-<name>" (one
+//     partition; PullPositionsTopic): a record per source partition, key "<topic>/<partition>",
+//     value the next offset to pull in decimal. At start they are read back with a read_committed
+//     reader up to the last stable offset, the last value of each key winning; a partition with
+//     none starts at the cluster's log start offset.
+//   - Each poll (at most PullConfig.MaxRecords records) is one local transaction: Begin, the
+//     records appended to their local partitions, the new positions appended to the positions
+//     topic, Commit. The store commits all of it or none: after any crash the stored positions
+//     end exactly where the committed records end, so the next run neither pulls a record again
+//     nor skips one. A local read_committed reader sees every committed source record once; the
+//     records of a transaction a kill interrupted stay in the log, aborted, as in Kafka.
+//
+// The positions topic works whatever the partition counts: with records placed by key, a local
+// partition mixes several source partitions, so the remote positions cannot be stored as a
+// reader's positions in the local partitions (Producer.CommitReaderPositions), which would
+// serve only when the counts match. It is an ordinary topic, readable by any read_committed
+// reader or Kafka client. The mirror's name identifies the positions: a Pull that follows
+// another cluster, or other topics under the same local names, needs a name of its own.
+//
+// A local topic is created when missing with the source topic's partition count,
+// cleanup.policy and max.message.bytes; its partitioner is set to commitlog.ManualPartitioner
+// while Pull runs (Pull places every record itself). The cluster's retention may delete records
+// before they are pulled (a local store away for longer than retention.ms): Pull then logs
+// PullLossEvent at slog.LevelError with the offsets, counts it in PullState, and goes on from the
+// cluster's log start offset.
 package mirror

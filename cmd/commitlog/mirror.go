@@ -52,7 +52,7 @@ stopped. On a terminal a progress line shows the records mirrored, the rate and 
 			return usageError("missing command: push or pull")
 		},
 	}
-	cmd.AddCommand(newMirrorPullCommand(g))
+	cmd.AddCommand(newMirrorPushCommand(g), newMirrorPullCommand(g))
 	return cmd
 }
 
