@@ -47,6 +47,9 @@ const pullNamePrefix = "commitlog-mirror-pull-"
 // Pull's local transactional id is the same string.
 func PullPositionsTopic(name string) string { return pullNamePrefix + name }
 
+// ErrPullRunning is returned by Puller.Run while another Run of the same Puller is under way.
+var ErrPullRunning = errors.New("mirror: the Puller is already running")
+
 // PullConfig configures a Pull. Only Topics is required.
 type PullConfig struct {
 	// Name names the mirror (DefaultPullName, "default", when empty). It names the local
@@ -260,10 +263,10 @@ func (p *Puller) State() PullState {
 // again by the next Run), an existing local topic that refuses the records (keyless records
 // into a compacted topic, a record over its max.message.bytes, a timestamp too far ahead), and
 // commitlog.ErrProducerFenced when another Pull of the same Name started. Run may be called
-// again after it returned; not twice at once.
+// again after it returned; ErrPullRunning while another Run of the Puller is under way.
 func (p *Puller) Run(ctx context.Context) error {
 	if !p.running.CompareAndSwap(false, true) {
-		return fmt.Errorf("%w: mirror pull %q: Run is running already", commitlog.ErrInvalidConfig, p.cfg.Name)
+		return ErrPullRunning
 	}
 	defer p.running.Store(false)
 	p.mu.Lock()
@@ -316,7 +319,7 @@ const (
 // pullTxnTimeout bounds one local transaction once begun: it is finished even after ctx ends.
 const pullTxnTimeout = 30 * time.Second
 
-// sleep waits d or until ctx ends, and reports whether ctx is still live.
+// pullSleep waits d or until ctx ends, and reports whether ctx is still live.
 func pullSleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -796,7 +799,10 @@ func (r *pullRun) outOfRange(ctx context.Context, tp pullTP) error {
 		return nil
 	})
 	if err != nil {
-		return nil // ctx ended
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
 	}
 	pos, ok := r.pos[tp]
 	switch {

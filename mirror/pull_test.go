@@ -798,3 +798,40 @@ func BenchmarkPull(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
+
+// TestPullRunOnce: a second Run of a Puller while the first runs is ErrPullRunning; another
+// Puller of the same name fences the first, whose Run then ends with ErrProducerFenced.
+func TestPullRunOnce(t *testing.T) {
+	t.Parallel()
+	ctx := pullTestContext(t)
+	c := pullKfake(t)
+	require.NoError(t, c.CreateTopic("t", 1, nil))
+	cl := pullClient(t, c.ListenAddrs())
+	pullProduce(t, ctx, cl, pullRecords("t", "a", 1, 10))
+	store := pullOpenStore(t, t.TempDir())
+	defer store.Close()
+	cfg := PullConfig{Name: "once", Topics: []string{"t"}, Logger: pullLogger(t)}
+	p, err := NewPuller(store, Cluster{Brokers: c.ListenAddrs()}, cfg)
+	require.NoError(t, err)
+	first := pullRunBackground(t, p)
+	first.wait(t, "the first records", pullCaughtUp(pullEnds(c, "t")))
+	require.ErrorIs(t, p.Run(ctx), ErrPullRunning)
+
+	p2, err := NewPuller(store, Cluster{Brokers: c.ListenAddrs()}, cfg)
+	require.NoError(t, err)
+	second := pullRunBackground(t, p2)
+	second.wait(t, "the second Puller to start", func(st PullState) bool { return len(st.Partitions) == 1 })
+	pullProduce(t, ctx, cl, pullRecords("t", "b", 1, 10)) // the first one's next transaction is refused
+	select {
+	case err := <-first.done:
+		first.once.Do(func() {})
+		require.ErrorIs(t, err, commitlog.ErrProducerFenced)
+	case <-time.After(pullGuard):
+		t.Fatal("the fenced Puller's Run did not end")
+	}
+	st := second.wait(t, "the second Puller to catch up", pullCaughtUp(pullEnds(c, "t")))
+	second.stop(t)
+	require.EqualValues(t, 10, st.Records, "the second Puller pulled what came after the first stopped")
+	got := pullReadLocal(t, store, "t")
+	require.Len(t, got[0], 20)
+}
