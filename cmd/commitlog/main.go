@@ -4,7 +4,8 @@
 // describes, deletes and resets consumer groups as Kafka's kafka-consumer-groups does, compacts
 // topics on demand, dumps segment, index and producer snapshot files as Kafka's kafka-dump-log
 // does, verifies every segment, index and snapshot of a store without changing anything, and
-// serves the store to Kafka clients as a single-node Kafka broker.
+// serves the store to Kafka clients as a single-node Kafka broker, and mirrors topics from a Kafka
+// cluster into the store.
 //
 //	commitlog produce --topic T [flags] [FILE...]   records from lines, JSON lines or CSV
 //	commitlog consume --topic T [flags]             records, formatted (%t %p %o %k %s %T %h)
@@ -14,6 +15,7 @@
 //	commitlog dump [--records] FILE...              batches of .log files, entries of indexes and snapshots
 //	commitlog verify                                every segment, index and snapshot under --dir
 //	commitlog serve [--listen 127.0.0.1:9092]        a Kafka broker over the store (kcat, franz-go, librdkafka)
+//	commitlog mirror pull --brokers H:P --topics T   follow a Kafka cluster's topics into the store, exactly once
 //
 // Every command works on the store in --dir (default ./commitlog-data). Exit codes: 0 success,
 // 1 a data problem (a damaged file, an unknown topic or partition, a record that does not
@@ -175,14 +177,14 @@ error), 2 a usage error. Errors are one line on standard error.`,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return usageError("missing command: one of produce, consume, topics, groups, compact, dump, verify, serve")
+			return usageError("missing command: one of produce, consume, topics, groups, compact, dump, verify, serve, mirror")
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.PersistentFlags().StringVar(&g.dir, "dir", defaultDir, "the store's directory")
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log informational events of the store (recovery, retention) to standard error")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
-	root.AddCommand(newProduceCommand(g), newConsumeCommand(g), newTopicsCommand(g), newGroupsCommand(g), newCompactCommand(g), newDumpCommand(g), newVerifyCommand(g), newServeCommand(g))
+	root.AddCommand(newProduceCommand(g), newConsumeCommand(g), newTopicsCommand(g), newGroupsCommand(g), newCompactCommand(g), newDumpCommand(g), newVerifyCommand(g), newServeCommand(g), newMirrorCommand(g))
 	return root
 }
 
