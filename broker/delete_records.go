@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/commitlog-go/commitlog"
 )
 
 // handleDeleteRecords answers DeleteRecords (key 21): each partition's log start offset is
@@ -29,11 +27,7 @@ func handleDeleteRecords(ctx context.Context, c *conn, r *request) (reply, error
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition, sp.LowWatermark = rp.Partition, -1
-			err := terr
-			var p *commitlog.Partition
-			if err == nil {
-				p, err = t.Partition(rp.Partition)
-			}
+			p, err := partitionOf(t, terr, rp.Partition)
 			if err == nil {
 				sp.LowWatermark, err = p.DeleteRecords(ctx, rp.Offset)
 			}

@@ -113,11 +113,7 @@ func (f *fetch) read() ([]<-chan struct{}, error) {
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 			sp.RecordBatches = []byte{}
 			var rng *commitlog.BatchRange
-			var p *commitlog.Partition
-			err := terr
-			if err == nil {
-				p, err = t.Partition(rp.Partition)
-			}
+			p, err := partitionOf(t, terr, rp.Partition)
 			if err == nil {
 				changed = append(changed, p.Changed())
 				rng, err = f.readPartition(p, rp, &sp)

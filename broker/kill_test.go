@@ -121,7 +121,7 @@ func TestClientKilledMidProduce(t *testing.T) {
 	cmd.Wait()
 
 	// What the partition holds: every acknowledged record at its offset, and no value twice.
-	p := partitionOf(t, b.store, "kill", 0)
+	p := storePartition(t, b.store, "kill", 0)
 	seen := map[string]int64{}
 	for rec, err := range p.Scan(0) {
 		require.NoError(t, err)
@@ -182,8 +182,8 @@ func TestClientKilledMidTransaction(t *testing.T) {
 	}
 }
 
-// partitionOf returns partition id of topic in s.
-func partitionOf(t testing.TB, s *commitlog.Store, topic string, id int32) *commitlog.Partition {
+// storePartition returns partition id of topic in s.
+func storePartition(t testing.TB, s *commitlog.Store, topic string, id int32) *commitlog.Partition {
 	t.Helper()
 	tp, err := s.Topic(topic)
 	require.NoError(t, err)

@@ -39,11 +39,7 @@ func handleListOffsets(_ context.Context, c *conn, r *request) (reply, error) {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
-			err := terr
-			var p *commitlog.Partition
-			if err == nil {
-				p, err = t.Partition(rp.Partition)
-			}
+			p, err := partitionOf(t, terr, rp.Partition)
 			if err == nil {
 				err = listOffset(p, rp, level, &sp)
 			}

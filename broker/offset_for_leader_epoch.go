@@ -24,11 +24,7 @@ func handleOffsetForLeaderEpoch(ctx context.Context, c *conn, r *request) (reply
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
-			err := terr
-			var p *commitlog.Partition
-			if err == nil {
-				p, err = t.Partition(rp.Partition)
-			}
+			p, err := partitionOf(t, terr, rp.Partition)
 			if err == nil {
 				err = epochEndOffset(ctx, p, rp, &sp)
 			}

@@ -276,7 +276,7 @@ func TestProduceAcksZeroErrorClosesConnection(t *testing.T) {
 	produce(0, 1) // taken, no answer: the next request on the connection is answered
 	resp := roundTrip(t, nc, kmsg.NewPtrApiVersionsRequest(), 3, 2).(*kmsg.ApiVersionsResponse)
 	require.Equal(t, int16(0), resp.ErrorCode)
-	require.Equal(t, int64(1), partitionOf(t, b.store, "t", 0).LogEndOffset())
+	require.Equal(t, int64(1), storePartition(t, b.store, "t", 0).LogEndOffset())
 
 	produce(9, 3) // no partition 9: the connection closes
 	requireClosedByServer(t, nc)

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/pbkdf2"
@@ -17,7 +16,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -505,26 +503,8 @@ func TestSASLHandshakeV0Raw(t *testing.T) {
 	})
 }
 
-// lockedBuffer is a bytes.Buffer for a slog handler written from the broker's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestSASLFailureLogged(t *testing.T) {
-	var logs lockedBuffer
+	var logs logBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	b := startBroker(t, nil, Config{Logger: logger, SASL: &SASLConfig{Credentials: testCredentials(t)}})
 	rc := dialRaw(t, b.addr)

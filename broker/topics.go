@@ -28,3 +28,12 @@ func (srv *server) requestTopic(name string, id [16]byte, byID bool) (*commitlog
 	}
 	return srv.store.Topic(name)
 }
+
+// partitionOf returns partition id of t, a topic a request named, or terr, the error of looking
+// the topic up: the per-partition lookup every handler that lists topics and partitions does.
+func partitionOf(t *commitlog.Topic, terr error, id int32) (*commitlog.Partition, error) {
+	if terr != nil {
+		return nil, terr
+	}
+	return t.Partition(id)
+}

@@ -146,7 +146,7 @@ func TestGroupTransactSession(t *testing.T) {
 		o, ok := offs.Lookup("in", p)
 		require.True(t, ok, "partition %d committed", p)
 		require.NoError(t, o.Err)
-		require.Equal(t, partitionOf(t, b.store, "in", p).HighWatermark(), o.At, "partition %d", p)
+		require.Equal(t, storePartition(t, b.store, "in", p).HighWatermark(), o.At, "partition %d", p)
 	}
 }
 
