@@ -50,6 +50,9 @@ type Batch struct {
 	records        []byte // RecordCount records, back to back, framing checked
 	headers        int    // record headers in the batch
 	headerKeyBytes int    // bytes of all record header keys
+	// maxTimestamp is the largest of the records' timestamps (BaseTimestamp plus each
+	// TimestampDelta), found by the scan; math.MinInt64 for no records.
+	maxTimestamp int64
 }
 
 // RecordBytes returns the batch's records section uncompressed: RecordCount records back to
@@ -205,12 +208,9 @@ func Validate(b []byte, lim Limits) (Header, error) {
 	}
 	if !h.Attributes.LogAppendTime() {
 		// The header's MaxTimestamp is what retention and the time index trust; a header that
-		// understates its records' times would let a future record past every check.
-		maxTs := int64(math.MinInt64)
-		for r := range batch.Records() {
-			maxTs = max(maxTs, h.BaseTimestamp+r.TimestampDelta)
-		}
-		if maxTs != h.MaxTimestamp {
+		// understates its records' times would let a future record past every check. The scan
+		// that checked the records' framing found their largest timestamp.
+		if maxTs := batch.maxTimestamp; maxTs != h.MaxTimestamp {
 			return h, fmt.Errorf("%w: max timestamp %d in the header, %d in the records", ErrCorrupt, h.MaxTimestamp, maxTs)
 		}
 	}
@@ -233,47 +233,50 @@ func decode(b []byte, lim Limits, dec *decompressor, buf *[]byte) (Batch, error)
 		}
 		raw = out
 	}
-	headers, keyBytes, err := scanRecords(&h, raw)
+	headers, keyBytes, maxTs, err := scanRecords(&h, raw)
 	if err != nil {
 		return Batch{}, err
 	}
-	return Batch{Header: h, records: raw, headers: headers, headerKeyBytes: keyBytes}, nil
+	return Batch{Header: h, records: raw, headers: headers, headerKeyBytes: keyBytes, maxTimestamp: maxTs}, nil
 }
 
 // scanRecords parses every record of raw without keeping any, checking the framing, the count
 // against h.RecordCount, the offset deltas against each other and h.LastOffsetDelta, and that
 // nothing follows the last record. It returns the number of record headers and their key bytes,
-// so iteration can size its allocations once.
-func scanRecords(h *Header, raw []byte) (headers, keyBytes int, err error) {
+// so iteration can size its allocations once, and the records' largest timestamp
+// (h.BaseTimestamp plus a TimestampDelta; math.MinInt64 for none), which Validate checks.
+func scanRecords(h *Header, raw []byte) (headers, keyBytes int, maxTimestamp int64, err error) {
 	// Bound the count by the bytes present first, for a clearer error than the record that runs
 	// out; nothing is sized by it either way.
 	if int64(h.RecordCount) > int64(len(raw)/minRecordSize) {
-		return 0, 0, fmt.Errorf("%w: record count %d cannot fit in %d bytes of records", ErrCorrupt, h.RecordCount, len(raw))
+		return 0, 0, 0, fmt.Errorf("%w: record count %d cannot fit in %d bytes of records", ErrCorrupt, h.RecordCount, len(raw))
 	}
 	a := headerArena{countOnly: true}
 	var r Record
 	p := 0
 	prev := int32(-1)
+	maxTimestamp = math.MinInt64
 	for i := 0; i < int(h.RecordCount); i++ {
 		if p == len(raw) {
-			return 0, 0, fmt.Errorf("%w: record count %d, only %d records present", ErrCorrupt, h.RecordCount, i)
+			return 0, 0, 0, fmt.Errorf("%w: record count %d, only %d records present", ErrCorrupt, h.RecordCount, i)
 		}
 		n, err := parseRecord(raw[p:], i, &r, &a)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 		switch {
 		case r.OffsetDelta <= prev:
-			return 0, 0, fmt.Errorf("%w: record %d: offset delta %d after %d", ErrCorrupt, i, r.OffsetDelta, prev)
+			return 0, 0, 0, fmt.Errorf("%w: record %d: offset delta %d after %d", ErrCorrupt, i, r.OffsetDelta, prev)
 		case r.OffsetDelta > h.LastOffsetDelta:
-			return 0, 0, fmt.Errorf("%w: record %d: offset delta %d above the batch's last offset delta %d", ErrCorrupt, i, r.OffsetDelta, h.LastOffsetDelta)
+			return 0, 0, 0, fmt.Errorf("%w: record %d: offset delta %d above the batch's last offset delta %d", ErrCorrupt, i, r.OffsetDelta, h.LastOffsetDelta)
 		}
 		prev = r.OffsetDelta
+		maxTimestamp = max(maxTimestamp, h.BaseTimestamp+r.TimestampDelta)
 		p += n
 	}
 	if p != len(raw) {
 		// Kafka: "Incorrect declared batch size, records still remaining in file".
-		return 0, 0, fmt.Errorf("%w: %d bytes after the last of %d records", ErrCorrupt, len(raw)-p, h.RecordCount)
+		return 0, 0, 0, fmt.Errorf("%w: %d bytes after the last of %d records", ErrCorrupt, len(raw)-p, h.RecordCount)
 	}
-	return a.n, a.keyBytes, nil
+	return a.n, a.keyBytes, maxTimestamp, nil
 }
