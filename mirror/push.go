@@ -23,8 +23,8 @@ const PushIDPrefix = "commitlog-mirror-push-"
 const (
 	// DefaultPushTransactionRecords is the most records one transaction ships.
 	DefaultPushTransactionRecords = 10_000
-	// DefaultPushTransactionBytes is the most bytes (keys, values and headers) one transaction
-	// ships; a single record larger than it still ships, alone.
+	// DefaultPushTransactionBytes bounds the bytes (keys, values and headers) of one
+	// transaction: it takes no more records once it holds this many.
 	DefaultPushTransactionBytes = 16 << 20
 	// DefaultPushTransactionTimeout is the producer's transaction.timeout.ms: how long the
 	// cluster lets a transaction stay open before it aborts it.
@@ -38,9 +38,10 @@ const (
 
 // PushLossEvent is the message of the event Push logs, at slog.LevelError, when retention (or
 // DeleteRecords) removed local records before they were shipped: the log start offset passed the
-// position not yet shipped. Its attributes are topic, partition, from and to (the offsets
-// [from, to) are gone without being shipped) and lost (to - from, counted in offsets: it may
-// include transaction markers). PushState.LossEvents and PushState.LostOffsets count them.
+// position not yet shipped. Its attributes are name (PushConfig.Name), topic, partition, from
+// and to (the offsets [from, to) are gone without being shipped) and lost (how many of them were
+// not reported lost before, as after a retry that found the loss again; counted in offsets, so
+// transaction markers count too). PushState.LossEvents and PushState.LostOffsets count them.
 const PushLossEvent = "mirror: push lost records: the local log start offset passed the position not yet shipped"
 
 // ErrPushRunning is returned by Run while another Run of the same Pusher is under way.
@@ -59,8 +60,8 @@ type PushConfig struct {
 	Rename Rename
 	// MaxTransactionRecords bounds the records of one transaction (DefaultPushTransactionRecords).
 	MaxTransactionRecords int
-	// MaxTransactionBytes bounds the key, value and header bytes of one transaction
-	// (DefaultPushTransactionBytes).
+	// MaxTransactionBytes bounds the key, value and header bytes of one transaction: it takes
+	// no more records once it holds this many (DefaultPushTransactionBytes).
 	MaxTransactionBytes int
 	// TransactionTimeout is the producer's transaction.timeout.ms
 	// (DefaultPushTransactionTimeout); it must not exceed the cluster's

@@ -194,6 +194,9 @@ func (s *pushSession) resolveTopics(ctx context.Context, names []string) error {
 	var dests []string
 	for _, name := range names {
 		t, err := s.p.store.Topic(name)
+		if errors.Is(err, commitlog.ErrUnknownTopic) && len(s.p.cfg.Topics) == 0 {
+			continue // deleted since it was listed
+		}
 		if err != nil {
 			return local(fmt.Errorf("mirror: local topic %q: %w", name, err))
 		}
@@ -504,6 +507,9 @@ fill:
 					}
 					continue
 				default:
+					if _, terr := s.p.store.Topic(t.name); errors.Is(terr, commitlog.ErrUnknownTopic) && len(cfg.Topics) == 0 {
+						return nil, errPushRestart // deleted, while shipping every topic
+					}
 					return nil, local(fmt.Errorf("mirror: reading %s: %w", t.name, err))
 				}
 				got = true
