@@ -229,7 +229,7 @@ func (p *Pusher) Run(ctx context.Context) error {
 		if err == nil {
 			err = errors.New("mirror: push session ended without an error")
 		}
-		if permanent(err) {
+		if pushPermanent(err) {
 			p.log.Error("mirror: push stopped", "name", p.cfg.Name, "err", err)
 			return err
 		}
@@ -290,23 +290,23 @@ func (p *Pusher) setConnected(c bool) {
 // (a topic or partitions added).
 var errPushRestart = errors.New("mirror: local topics changed")
 
-// localError marks a failure of the local store, which retrying does not mend.
-type localError struct{ err error }
+// pushLocalError marks a failure of the local store, which retrying does not mend.
+type pushLocalError struct{ err error }
 
-func (e localError) Error() string { return e.err.Error() }
-func (e localError) Unwrap() error { return e.err }
+func (e pushLocalError) Error() string { return e.err.Error() }
+func (e pushLocalError) Unwrap() error { return e.err }
 
-func local(err error) error {
+func pushLocal(err error) error {
 	if err == nil {
 		return nil
 	}
-	return localError{err}
+	return pushLocalError{err}
 }
 
-// permanent reports whether err is one retrying cannot mend: a local failure, or the cluster
+// pushPermanent reports whether err is one retrying cannot mend: a local failure, or the cluster
 // refusing the mirror itself.
-func permanent(err error) bool {
-	if errors.As(err, new(localError)) {
+func pushPermanent(err error) bool {
+	if errors.As(err, new(pushLocalError)) {
 		return true
 	}
 	for _, e := range []*kerr.Error{

@@ -688,7 +688,7 @@ func TestPushToBroker(t *testing.T) {
 			if lag == 0 {
 				break
 			}
-			rec, err := r.Next(nowCtx)
+			rec, err := r.Next(pushNowCtx)
 			if err == context.Canceled {
 				break // only markers left
 			}
