@@ -23,8 +23,8 @@ const PushIDPrefix = "commitlog-mirror-push-"
 const (
 	// DefaultPushTransactionRecords is the most records one transaction ships.
 	DefaultPushTransactionRecords = 10_000
-	// DefaultPushTransactionBytes is the most bytes (keys, values and headers) one transaction
-	// ships; a single record larger than it still ships, alone.
+	// DefaultPushTransactionBytes bounds the bytes (keys, values and headers) of one
+	// transaction: it takes no more records once it holds this many.
 	DefaultPushTransactionBytes = 16 << 20
 	// DefaultPushTransactionTimeout is the producer's transaction.timeout.ms: how long the
 	// cluster lets a transaction stay open before it aborts it.
@@ -38,9 +38,10 @@ const (
 
 // PushLossEvent is the message of the event Push logs, at slog.LevelError, when retention (or
 // DeleteRecords) removed local records before they were shipped: the log start offset passed the
-// position not yet shipped. Its attributes are topic, partition, from and to (the offsets
-// [from, to) are gone without being shipped) and lost (to - from, counted in offsets: it may
-// include transaction markers). PushState.LossEvents and PushState.LostOffsets count them.
+// position not yet shipped. Its attributes are name (PushConfig.Name), topic, partition, from
+// and to (the offsets [from, to) are gone without being shipped) and lost (how many of them were
+// not reported lost before, as after a retry that found the loss again; counted in offsets, so
+// transaction markers count too). PushState.LossEvents and PushState.LostOffsets count them.
 const PushLossEvent = "mirror: push lost records: the local log start offset passed the position not yet shipped"
 
 // ErrPushRunning is returned by Run while another Run of the same Pusher is under way.
@@ -59,8 +60,8 @@ type PushConfig struct {
 	Rename Rename
 	// MaxTransactionRecords bounds the records of one transaction (DefaultPushTransactionRecords).
 	MaxTransactionRecords int
-	// MaxTransactionBytes bounds the key, value and header bytes of one transaction
-	// (DefaultPushTransactionBytes).
+	// MaxTransactionBytes bounds the key, value and header bytes of one transaction: it takes
+	// no more records once it holds this many (DefaultPushTransactionBytes).
 	MaxTransactionBytes int
 	// TransactionTimeout is the producer's transaction.timeout.ms
 	// (DefaultPushTransactionTimeout); it must not exceed the cluster's
@@ -228,7 +229,7 @@ func (p *Pusher) Run(ctx context.Context) error {
 		if err == nil {
 			err = errors.New("mirror: push session ended without an error")
 		}
-		if permanent(err) {
+		if pushPermanent(err) {
 			p.log.Error("mirror: push stopped", "name", p.cfg.Name, "err", err)
 			return err
 		}
@@ -289,23 +290,23 @@ func (p *Pusher) setConnected(c bool) {
 // (a topic or partitions added).
 var errPushRestart = errors.New("mirror: local topics changed")
 
-// localError marks a failure of the local store, which retrying does not mend.
-type localError struct{ err error }
+// pushLocalError marks a failure of the local store, which retrying does not mend.
+type pushLocalError struct{ err error }
 
-func (e localError) Error() string { return e.err.Error() }
-func (e localError) Unwrap() error { return e.err }
+func (e pushLocalError) Error() string { return e.err.Error() }
+func (e pushLocalError) Unwrap() error { return e.err }
 
-func local(err error) error {
+func pushLocal(err error) error {
 	if err == nil {
 		return nil
 	}
-	return localError{err}
+	return pushLocalError{err}
 }
 
-// permanent reports whether err is one retrying cannot mend: a local failure, or the cluster
+// pushPermanent reports whether err is one retrying cannot mend: a local failure, or the cluster
 // refusing the mirror itself.
-func permanent(err error) bool {
-	if errors.As(err, new(localError)) {
+func pushPermanent(err error) bool {
+	if errors.As(err, new(pushLocalError)) {
 		return true
 	}
 	for _, e := range []*kerr.Error{

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -156,7 +155,7 @@ func TestPushKilled(t *testing.T) {
 			}
 		}
 		time.Sleep(time.Duration(rng.IntN(15)) * time.Millisecond)
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		require.NoError(t, cmd.Process.Kill()) // SIGKILL
 		cmd.Wait()
 	}
 	cmd, lines := startPushKillChild(t, "finish", dir, addr)

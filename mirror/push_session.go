@@ -53,11 +53,11 @@ type pushPart struct {
 	id   int32
 	part *commitlog.Partition
 	// group and key say where the partition's position is committed on the cluster (see
-	// positionKey).
+	// pushPositionKey).
 	group string
 	key   int32
 	// committed is the position the cluster holds; dirty says it must be committed in the next
-	// transaction even if unchanged (it is not yet where positionKey puts it).
+	// transaction even if unchanged (it is not yet where pushPositionKey puts it).
 	committed int64
 	dirty     bool
 }
@@ -68,9 +68,9 @@ const pushChunk = 512
 // pushIdleWait bounds a wait for local appends, so that new topics and partitions are seen.
 const pushIdleWait = time.Second
 
-// nowCtx is a context already done: Reader.Next with it returns a record it has, or
+// pushNowCtx is a context already done: Reader.Next with it returns a record it has, or
 // context.Canceled at once when it has none.
-var nowCtx = func() context.Context {
+var pushNowCtx = func() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	return ctx
@@ -88,30 +88,30 @@ func pushMaxVersions() *kversion.Versions {
 	return v
 }
 
-// positionKey returns where the position of local partition p, shipped to dest of destCount
+// pushPositionKey returns where the position of local partition p, shipped to dest of destCount
 // partitions, is committed: in the mirror's group base under (dest, p) when dest has a partition
 // p (a group's offsets can only name partitions the cluster has), else in the group base.<p>
 // under (dest, 0). Counts only grow, so a partition's key moves at most once, from base.<p> to
 // base; loadPositions looks in both.
-func positionKey(base, dest string, destCount, p int32) (group string, key int32) {
+func pushPositionKey(base, dest string, destCount, p int32) (group string, key int32) {
 	if p < destCount {
 		return base, p
 	}
-	return overflowGroup(base, p), 0
+	return pushOverflowGroup(base, p), 0
 }
 
-func overflowGroup(base string, p int32) string { return base + "." + strconv.Itoa(int(p)) }
+func pushOverflowGroup(base string, p int32) string { return base + "." + strconv.Itoa(int(p)) }
 
-// positionMetadata is the metadata committed with a position: the local topic's name and ID, so
+// pushPositionMetadata is the metadata committed with a position: the local topic's name and ID, so
 // that a position of a topic deleted and created again under its name is not taken for the new
 // topic's.
-func positionMetadata(t *pushTopic) string {
+func pushPositionMetadata(t *pushTopic) string {
 	return "commitlog-mirror-push topic=" + t.name + " topic-id=" + t.id
 }
 
-// metadataTopicID returns the topic ID in a position's metadata, "" when it has none (a position
+// pushMetadataTopicID returns the topic ID in a position's metadata, "" when it has none (a position
 // set by another tool, such as kafka-consumer-groups --reset-offsets).
-func metadataTopicID(meta string) string {
+func pushMetadataTopicID(meta string) string {
 	for f := range strings.FieldsSeq(meta) {
 		if id, ok := strings.CutPrefix(f, "topic-id="); ok {
 			return id
@@ -136,7 +136,7 @@ func (p *Pusher) session(ctx context.Context) (progressed bool, err error) {
 	opts = append(opts, p.cfg.ClientOptions...)
 	s.cl, err = kgo.NewClient(opts...)
 	if err != nil {
-		return false, local(fmt.Errorf("mirror: kgo client: %w", err))
+		return false, pushLocal(fmt.Errorf("mirror: kgo client: %w", err))
 	}
 	defer s.cl.Close()
 	s.adm = kadm.NewClient(s.cl)
@@ -176,7 +176,7 @@ func (p *Pusher) session(ctx context.Context) (progressed bool, err error) {
 			return progressed, err
 		}
 		if len(b.recs) == 0 && len(b.positions) == 0 {
-			if !waitAny(ctx, wake, pushIdleWait) {
+			if !pushWaitAny(ctx, wake, pushIdleWait) {
 				return progressed, ctx.Err()
 			}
 			continue
@@ -194,12 +194,15 @@ func (s *pushSession) resolveTopics(ctx context.Context, names []string) error {
 	var dests []string
 	for _, name := range names {
 		t, err := s.p.store.Topic(name)
+		if errors.Is(err, commitlog.ErrUnknownTopic) && len(s.p.cfg.Topics) == 0 {
+			continue // deleted since it was listed
+		}
 		if err != nil {
-			return local(fmt.Errorf("mirror: local topic %q: %w", name, err))
+			return pushLocal(fmt.Errorf("mirror: local topic %q: %w", name, err))
 		}
 		dest := s.p.cfg.Rename.Apply(name)
 		if err := commitlog.CheckTopicName(dest); err != nil {
-			return local(fmt.Errorf("mirror: destination of %q: %w", name, err))
+			return pushLocal(fmt.Errorf("mirror: destination of %q: %w", name, err))
 		}
 		s.topics = append(s.topics, &pushTopic{name: name, dest: dest, local: t, id: t.ID().String()})
 		dests = append(dests, dest)
@@ -279,7 +282,7 @@ func (s *pushSession) fetchStable(ctx context.Context, group string) (kadm.Offse
 		if !errors.Is(err, kerr.UnstableOffsetCommit) {
 			return nil, fmt.Errorf("mirror: OffsetFetch of group %s: %w", group, err)
 		}
-		if !sleepCtx(ctx, wait) {
+		if !pushSleep(ctx, wait) {
 			return nil, ctx.Err()
 		}
 		wait = min(2*wait, time.Second)
@@ -303,10 +306,10 @@ func (s *pushSession) loadPositions(ctx context.Context) error {
 		for id := range n {
 			part, err := t.local.Partition(id)
 			if err != nil {
-				return local(err)
+				return pushLocal(err)
 			}
 			pp := &pushPart{t: t, id: id, part: part}
-			pp.group, pp.key = positionKey(s.group, t.dest, t.destCount, id)
+			pp.group, pp.key = pushPositionKey(s.group, t.dest, t.destCount, id)
 			var found kadm.OffsetResponse
 			var ok bool
 			where := s.group
@@ -314,7 +317,7 @@ func (s *pushSession) loadPositions(ctx context.Context) error {
 				found, ok = base.Lookup(t.dest, id)
 			}
 			if !ok && shipped && id > 0 {
-				g := overflowGroup(s.group, id)
+				g := pushOverflowGroup(s.group, id)
 				offs, have := overflow[g]
 				if !have {
 					if offs, err = s.fetchStable(ctx, g); err != nil {
@@ -329,7 +332,7 @@ func (s *pushSession) loadPositions(ctx context.Context) error {
 				ok = false
 			}
 			if ok {
-				if id := metadataTopicID(found.Metadata); id != "" && id != t.id {
+				if id := pushMetadataTopicID(found.Metadata); id != "" && id != t.id {
 					s.p.log.Warn("mirror: the position on the cluster is of another topic of that name (deleted and created again); shipping from the log start",
 						"name", s.p.cfg.Name, "topic", t.name, "partition", pp.id, "position", found.At,
 						"position_topic_id", id, "topic_id", t.id)
@@ -359,12 +362,12 @@ func (s *pushSession) openReaders() error {
 		r, err := t.local.NewReader(commitlog.ReaderConfig{Partitions: ids, Start: commitlog.Earliest,
 			Reset: commitlog.ResetNone, Isolation: commitlog.ReadCommitted})
 		if err != nil {
-			return local(err)
+			return pushLocal(err)
 		}
 		t.reader = r
 		for _, pp := range t.parts {
 			if err := r.Seek(pp.id, pp.committed); err != nil {
-				return local(err)
+				return pushLocal(err)
 			}
 		}
 	}
@@ -427,8 +430,8 @@ func (s *pushSession) changed() []<-chan struct{} {
 	return chans
 }
 
-// waitAny waits for one of chans to close, for d, or for ctx; false when ctx ended.
-func waitAny(ctx context.Context, chans []<-chan struct{}, d time.Duration) bool {
+// pushWaitAny waits for one of chans to close, for d, or for ctx; false when ctx ended.
+func pushWaitAny(ctx context.Context, chans []<-chan struct{}, d time.Duration) bool {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	cases := make([]reflect.SelectCase, 0, len(chans)+2)
@@ -442,7 +445,7 @@ func waitAny(ctx context.Context, chans []<-chan struct{}, d time.Duration) bool
 	return chosen != 0
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) bool {
+func pushSleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -485,7 +488,7 @@ fill:
 				if full() {
 					break fill
 				}
-				rec, err := t.reader.Next(nowCtx)
+				rec, err := t.reader.Next(pushNowCtx)
 				if err == context.Canceled {
 					break // nothing more now
 				}
@@ -504,14 +507,17 @@ fill:
 					}
 					continue
 				default:
-					return nil, local(fmt.Errorf("mirror: reading %s: %w", t.name, err))
+					if _, terr := s.p.store.Topic(t.name); errors.Is(terr, commitlog.ErrUnknownTopic) && len(cfg.Topics) == 0 {
+						return nil, errPushRestart // deleted, while shipping every topic
+					}
+					return nil, pushLocal(fmt.Errorf("mirror: reading %s: %w", t.name, err))
 				}
 				got = true
 				kr, size := s.convert(t, rec)
 				b.recs = append(b.recs, kr)
 				b.bytes += int64(size)
 				if rec.Partition < 0 || int(rec.Partition) >= len(t.parts) {
-					return nil, local(fmt.Errorf("mirror: reading %s: a record of partition %d, not read", t.name, rec.Partition))
+					return nil, pushLocal(fmt.Errorf("mirror: reading %s: a record of partition %d, not read", t.name, rec.Partition))
 				}
 				pp := t.parts[rec.Partition]
 				if !readFrom[pp] {
@@ -528,7 +534,7 @@ fill:
 		for _, pp := range t.parts {
 			pos, err := t.reader.Position(pp.id)
 			if err != nil {
-				return nil, local(err)
+				return nil, pushLocal(err)
 			}
 			if pos != pp.committed || pp.dirty {
 				b.positions[pp] = pos
@@ -545,18 +551,18 @@ func (s *pushSession) checkPositions(t *pushTopic) error {
 	for _, pp := range t.parts {
 		pos, err := t.reader.Position(pp.id)
 		if err != nil {
-			return local(err)
+			return pushLocal(err)
 		}
 		if start := pp.part.LogStartOffset(); pos < start {
 			s.p.loss(pushTP{t.name, pp.id}, pos, start)
 			if err := t.reader.Seek(pp.id, start); err != nil {
-				return local(err)
+				return pushLocal(err)
 			}
 		} else if end := pp.part.LogEndOffset(); pos > end {
 			s.p.log.Error("mirror: the position shipped is past the local log end; shipping from the log end",
 				"name", s.p.cfg.Name, "topic", t.name, "partition", pp.id, "position", pos, "log_end", end)
 			if err := t.reader.Seek(pp.id, end); err != nil {
-				return local(err)
+				return pushLocal(err)
 			}
 		}
 	}
@@ -569,7 +575,7 @@ func (s *pushSession) truncated(t *pushTopic, e *commitlog.LogTruncatedError) er
 	s.p.log.Error("mirror: the local log was truncated below the position read; shipping its new history from the divergence point",
 		"name", s.p.cfg.Name, "topic", t.name, "partition", e.Partition, "position", e.CommittedOffset,
 		"divergence", e.TruncatedOffset)
-	return local(t.reader.Seek(e.Partition, e.TruncatedOffset))
+	return pushLocal(t.reader.Seek(e.Partition, e.TruncatedOffset))
 }
 
 // convert returns rec as the record shipped, and its size (key, value and headers).
@@ -632,7 +638,7 @@ func (s *pushSession) ship(ctx context.Context, b *pushBatch) (err error) {
 	}
 	for _, pp := range b.read {
 		if err := pp.part.Sync(); err != nil {
-			return local(fmt.Errorf("mirror: syncing %s[%d]: %w", pp.t.name, pp.id, err))
+			return pushLocal(fmt.Errorf("mirror: syncing %s[%d]: %w", pp.t.name, pp.id, err))
 		}
 	}
 	if err := s.commitPositions(ctx, b.positions); err != nil {
@@ -676,16 +682,16 @@ func (s *pushSession) producerID(ctx context.Context) (int64, int16, error) {
 	return id, epoch, nil
 }
 
-// retryConcurrent runs fn again while the coordinator answers CONCURRENT_TRANSACTIONS (the
+// pushRetryConcurrent runs fn again while the coordinator answers CONCURRENT_TRANSACTIONS (the
 // previous transaction's markers are still being written), as Kafka's producers do.
-func retryConcurrent(ctx context.Context, fn func() error) error {
+func pushRetryConcurrent(ctx context.Context, fn func() error) error {
 	wait := 5 * time.Millisecond
 	for {
 		err := fn()
 		if !errors.Is(err, kerr.ConcurrentTransactions) {
 			return err
 		}
-		if !sleepCtx(ctx, wait) {
+		if !pushSleep(ctx, wait) {
 			return err
 		}
 		wait = min(2*wait, 500*time.Millisecond)
@@ -713,12 +719,12 @@ func (s *pushSession) commitPositions(ctx context.Context, positions map[*pushPa
 		}
 		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 		rp.Partition, rp.Offset, rp.LeaderEpoch = pp.key, pos, -1
-		meta := positionMetadata(pp.t)
+		meta := pushPositionMetadata(pp.t)
 		rp.Metadata = &meta
 		topics[pp.t.dest] = append(topics[pp.t.dest], rp)
 	}
 	for _, group := range slices.Sorted(maps.Keys(byGroup)) {
-		err := retryConcurrent(ctx, func() error {
+		err := pushRetryConcurrent(ctx, func() error {
 			req := kmsg.NewPtrAddOffsetsToTxnRequest()
 			req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = s.txnID, id, epoch, group
 			resp, err := req.RequestWith(ctx, s.cl)
@@ -759,7 +765,7 @@ func (s *pushSession) endTxn(ctx context.Context, commit bool) error {
 	if err != nil {
 		return err
 	}
-	err = retryConcurrent(ctx, func() error {
+	err = pushRetryConcurrent(ctx, func() error {
 		req := kmsg.NewPtrEndTxnRequest()
 		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = s.txnID, id, epoch, commit
 		resp, err := req.RequestWith(ctx, s.cl)

@@ -688,7 +688,7 @@ func TestPushToBroker(t *testing.T) {
 			if lag == 0 {
 				break
 			}
-			rec, err := r.Next(nowCtx)
+			rec, err := r.Next(pushNowCtx)
 			if err == context.Canceled {
 				break // only markers left
 			}
@@ -702,6 +702,31 @@ func TestPushToBroker(t *testing.T) {
 		require.NoError(t, r.Close())
 		for part, w := range byPart {
 			pushRequireEqual(t, fmt.Sprintf("edge.%s[%d]", name, part), w, got[part])
+		}
+	}
+}
+
+// TestPushEveryTopic ships every topic of the store when PushConfig.Topics is empty, a topic
+// created while Push runs included.
+func TestPushEveryTopic(t *testing.T) {
+	store := pushStore(t, "")
+	pushCreate(t, store, "first", 1, commitlog.CleanupDelete)
+	wantFirst := pushAppend(t, store, "first", 0, 100, 0)
+	c := pushKfake(t)
+	addr := c.ListenAddrs()[0]
+	p, err := NewPusher(store, Cluster{Brokers: []string{addr}}, PushConfig{Name: "every",
+		Rename: Rename{Prefix: "all."}, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	run := pushRunning(t, p)
+	run.waitShipped(p, 1)
+	pushCreate(t, store, "second", 2, commitlog.CleanupCompact)
+	wantSecond := pushAppend(t, store, "second", 0, 100, 10)
+	run.waitShipped(p, 3)
+	require.NoError(t, run.stop())
+	for topic, want := range map[string]map[int32][]pushRecord{"all.first": wantFirst, "all.second": wantSecond} {
+		got := pushConsume(t, addr, topic, pushCounts(want))
+		for part, w := range want {
+			pushRequireEqual(t, fmt.Sprintf("%s[%d]", topic, part), w, got[part])
 		}
 	}
 }
