@@ -372,7 +372,7 @@ func (r *pullRun) retry(ctx context.Context, what string, f func() error) error 
 }
 
 func (r *pullRun) run(ctx context.Context) error {
-	admCl, err := kgo.NewClient(pullClientOpts(r.cluster, r.log)...)
+	admCl, err := kgo.NewClient(clientOpts(r.cluster, r.log)...)
 	if err != nil {
 		return fmt.Errorf("mirror pull: %w", err)
 	}
@@ -416,7 +416,7 @@ func (r *pullRun) run(ctx context.Context) error {
 	r.mu.Unlock()
 	r.listWatermarks(ctx)
 
-	opts := append(pullClientOpts(r.cluster, r.log),
+	opts := append(clientOpts(r.cluster, r.log),
 		kgo.ConsumePartitions(starts),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		// Markers come as control records, so that the position passes them as the
