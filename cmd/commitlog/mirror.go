@@ -227,10 +227,8 @@ func mirrorPull(ctx context.Context, g *globals, f *mirrorFlags) error {
 		return usageError("--name %q: it must make a topic name, %s: %v", f.name, mirror.PullPositionsTopic(f.name),
 			strings.TrimPrefix(err.Error(), "commitlog: "))
 	}
-	for _, t := range topics {
-		if err := commitlog.CheckTopicName(f.prefix + t); err != nil {
-			return usageError("--prefix %q: the local name of %s: %v", f.prefix, t, strings.TrimPrefix(err.Error(), "commitlog: "))
-		}
+	if err := checkRenamed(f.prefix, topics, "local"); err != nil {
+		return err
 	}
 	s, err := g.openStore(true)
 	if err != nil {
@@ -323,4 +321,16 @@ func lagString(lag int64) string {
 		return "unknown"
 	}
 	return fmt.Sprint(lag)
+}
+
+// checkRenamed checks that each of topics makes a legal topic name with prefix before it, on
+// the side whose names they become ("local", "the cluster's"): a usage error naming the first
+// that does not.
+func checkRenamed(prefix string, topics []string, side string) error {
+	for _, t := range topics {
+		if err := commitlog.CheckTopicName(prefix + t); err != nil {
+			return usageError("--prefix %q: the %s name of %s: %v", prefix, side, t, strings.TrimPrefix(err.Error(), "commitlog: "))
+		}
+	}
+	return nil
 }

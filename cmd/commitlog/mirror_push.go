@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/commitlog-go/commitlog"
 	"github.com/commitlog-go/commitlog/mirror"
 )
 
@@ -52,10 +51,8 @@ func mirrorPush(ctx context.Context, g *globals, f *mirrorFlags) error {
 	if f.name == "" {
 		return usageError("--name must not be empty")
 	}
-	for _, t := range topics {
-		if err := commitlog.CheckTopicName(f.prefix + t); err != nil {
-			return usageError("--prefix %q: the cluster's name of %s: %v", f.prefix, t, strings.TrimPrefix(err.Error(), "commitlog: "))
-		}
+	if err := checkRenamed(f.prefix, topics, "cluster's"); err != nil {
+		return err
 	}
 	s, err := g.openStore(true)
 	if err != nil {
