@@ -2,10 +2,7 @@ package broker
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/commitlog-go/commitlog"
@@ -33,10 +30,7 @@ func handleAlterConfigs(_ context.Context, c *conn, r *request) (reply, error) {
 }
 
 func (c *conn) replaceTopicConfigs(res kmsg.AlterConfigsRequestResource, validateOnly bool) error {
-	if res.ResourceType != kmsg.ConfigResourceTypeTopic {
-		return fmt.Errorf("%w: only topic configs can be altered (broker settings are static)", kerr.InvalidRequest)
-	}
-	t, err := c.srv.store.Topic(res.ResourceName)
+	t, err := c.alterableTopic(res.ResourceType, res.ResourceName)
 	if err != nil {
 		return err
 	}
@@ -46,10 +40,7 @@ func (c *conn) replaceTopicConfigs(res kmsg.AlterConfigsRequestResource, validat
 			continue // null: the default, as every config not named
 		}
 		if cfg, err = cfg.SetKafkaConfig(rc.Name, *rc.Value); err != nil {
-			if errors.Is(err, commitlog.ErrInvalidConfig) {
-				return fmt.Errorf("%w: %w", kerr.InvalidConfig, err)
-			}
-			return err
+			return invalidConfig(err)
 		}
 	}
 	if validateOnly {

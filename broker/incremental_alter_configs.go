@@ -29,11 +29,7 @@ func handleIncrementalAlterConfigs(_ context.Context, c *conn, r *request) (repl
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
 		err := c.alterTopicConfigs(res, req.ValidateOnly)
 		if err != nil {
-			rr.ErrorCode = errorCode(err)
-			var ke *kerr.Error
-			if errors.As(err, &ke) {
-				rr.ErrorCode = ke.Code
-			}
+			rr.ErrorCode = errorCode(err) // a kerr.Error's own code first
 			rr.ErrorMessage = kmsg.StringPtr(err.Error())
 		}
 		resp.Resources = append(resp.Resources, rr)
@@ -42,10 +38,7 @@ func handleIncrementalAlterConfigs(_ context.Context, c *conn, r *request) (repl
 }
 
 func (c *conn) alterTopicConfigs(res kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
-	if res.ResourceType != kmsg.ConfigResourceTypeTopic {
-		return fmt.Errorf("%w: only topic configs can be altered (broker settings are static)", kerr.InvalidRequest)
-	}
-	t, err := c.srv.store.Topic(res.ResourceName)
+	t, err := c.alterableTopic(res.ResourceType, res.ResourceName)
 	if err != nil {
 		return err
 	}
@@ -78,10 +71,7 @@ func (c *conn) alterTopicConfigs(res kmsg.IncrementalAlterConfigsRequestResource
 			return fmt.Errorf("%w: unknown operation %d", kerr.InvalidRequest, op.Op)
 		}
 		if err != nil {
-			if errors.Is(err, commitlog.ErrInvalidConfig) {
-				return fmt.Errorf("%w: %w", kerr.InvalidConfig, err)
-			}
-			return err
+			return invalidConfig(err)
 		}
 	}
 	if validateOnly {
@@ -98,4 +88,22 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// alterableTopic returns the topic an alter request names: INVALID_REQUEST for a resource other
+// than a topic (broker settings are static here), UNKNOWN_TOPIC_OR_PARTITION for an unknown one.
+func (c *conn) alterableTopic(typ kmsg.ConfigResourceType, name string) (*commitlog.Topic, error) {
+	if typ != kmsg.ConfigResourceTypeTopic {
+		return nil, fmt.Errorf("%w: only topic configs can be altered (broker settings are static)", kerr.InvalidRequest)
+	}
+	return c.srv.store.Topic(name)
+}
+
+// invalidConfig answers a config the store refuses (commitlog.ErrInvalidConfig, ErrUnknownConfig)
+// with INVALID_CONFIG, as Kafka's AdminManager does.
+func invalidConfig(err error) error {
+	if errors.Is(err, commitlog.ErrInvalidConfig) {
+		return fmt.Errorf("%w: %w", kerr.InvalidConfig, err)
+	}
+	return err
 }
