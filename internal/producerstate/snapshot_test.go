@@ -7,7 +7,6 @@ import (
 	"math"
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -234,18 +233,15 @@ func TestDecodeSnapshotCorrupt(t *testing.T) {
 	t.Run("count 0x7fffffff allocates nothing for it", func(t *testing.T) {
 		b := snapshotBytes(1, math.MaxInt32, nil)
 		require.Len(t, b, 10)
-		allocs := testing.AllocsPerRun(10, func() { _, _ = DecodeSnapshot(b) })
-		require.LessOrEqual(t, allocs, 4.0) // the error only
-
+		// The error's formatting allocates a little (and under the race detector fmt's pool
+		// drops its buffers at random, so a count of allocations is not fixed); what matters is
+		// that the 2^31-entry count reserves nothing, so the bound is on bytes.
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		start := time.Now()
 		_, err := DecodeSnapshot(b)
-		elapsed := time.Since(start)
 		runtime.ReadMemStats(&after)
 		require.ErrorIs(t, err, ErrCorruptSnapshot)
 		require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<10))
-		require.Less(t, elapsed, time.Second)
 	})
 
 	t.Run("the same bytes with a valid count decode", func(t *testing.T) {
