@@ -102,8 +102,14 @@ func (r *Report) writeMethod(pw *printer) {
 func (r *Report) writeTargets(pw *printer) {
 	pw.p("## Targets\n\n| workload | target | measured | |\n|---|---|--:|---|\n")
 	for _, wl := range r.Workloads {
+		if wl.Letter == "scale" {
+			for _, v := range r.scaleVerdicts() {
+				pw.p("| (scale) | %s | %s | %s |\n", v.Target, v.Measured, v.State())
+			}
+			continue
+		}
 		for _, c := range wl.Cases {
-			for _, v := range verdicts(c.ID, ours, true, r.med, r.Params, r.peers()) {
+			for _, v := range verdicts(c.ID, wl.owner(), true, r.med, r.Params, r.peers()) {
 				state := "n/a"
 				switch {
 				case v.Known && v.Met:
@@ -129,8 +135,15 @@ func (r *Report) writeWorkload(pw *printer, wl Workload) {
 		pw.p("Skipped: the flights data (`../shared/data/flights/flights-3m.csv.gz` from the repository root) is absent on this machine.\n\n")
 		return
 	}
-	if wl.Letter == "f" {
+	switch {
+	case wl.Letter == "f":
 		r.writeReopen(pw, wl)
+		return
+	case wl.Letter == "scale":
+		r.writeScale(pw)
+		return
+	case wl.Base != "":
+		r.writeUserPath(pw, wl)
 		return
 	}
 	for _, c := range wl.Cases {
@@ -231,7 +244,7 @@ func (r *Report) targetCell(c string, s *System) string {
 func (r *Report) writeSystems(pw *printer) {
 	pw.p("## Systems\n\n| system | version | configuration | workloads |\n|---|---|---|---|\n")
 	for _, s := range r.Systems {
-		pw.p("| %s | %s | %s | %s |\n", s.Name, s.Version, cellText(s.Config), s.Workloads)
+		pw.p("| %s | %s | %s | %s |\n", s.Name, s.Version, cellText(s.Config), s.WorkloadList())
 	}
 	if len(r.Skipped) > 0 {
 		pw.p("\nNot measured:\n\n")
