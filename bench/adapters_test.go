@@ -12,7 +12,7 @@ const roundTripRecords = 1000
 
 func TestAdaptersRoundTrip(t *testing.T) {
 	for _, s := range allSystems() {
-		if !s.Takes("a") && !s.Takes("d") {
+		if !s.Takes("a") && !s.Takes("d") && !s.Takes("reader") {
 			continue
 		}
 		t.Run(s.Name, func(t *testing.T) {
@@ -80,11 +80,11 @@ func checkLog(t *testing.T, l Log, gen *Gen, n int64) {
 	}
 }
 
-// TestAdaptersDurable appends single records in the durable mode of workload c from several
-// goroutines and counts them.
+// TestAdaptersDurable appends single records in the durable mode of workloads c and producers
+// from several goroutines and counts them.
 func TestAdaptersDurable(t *testing.T) {
 	for _, s := range allSystems() {
-		if !s.Takes("c") {
+		if !s.Takes("c") && !s.Takes("producers") {
 			continue
 		}
 		t.Run(s.Name, func(t *testing.T) {

@@ -114,4 +114,3 @@ func peakRSS() int64 {
 	}
 	return ru.Maxrss << 10
 }
-

@@ -211,6 +211,9 @@ func (r *Report) writeScale(pw *printer) {
 		if s.RSS == 0 {
 			return "—"
 		}
+		if s.PeakRSS == 0 {
+			return fmt.Sprintf("%.0f MiB", mib(s.RSS))
+		}
 		return fmt.Sprintf("%.0f MiB (peak %.0f MiB)", mib(s.RSS), mib(s.PeakRSS))
 	}
 	pw.p("| VmRSS, most seen (VmHWM): create and clean reopen; reopen after SIGKILL | %s; %s | %s |\n", rss(clean), rss(kill), vs[5].Cell())
