@@ -92,6 +92,9 @@ func (r *Report) writeMethod(pw *printer) {
 	pw.p("- Systems without keys store each record as one entry: the key's length (uvarint), the key, the value. Systems that number entries from 1 are read at offset+1.\n")
 	pw.p("- memmove copies record by record into a fresh buffer, so it pays the kernel's first touch of every page; a log that encodes a batch into a warm buffer and writes it with one pwrite can beat it on large batches. It bounds record-at-a-time copying, not every write path.\n")
 	pw.p("- The machine is shared with other work (tests and benchmarks of other engineers may run at the same time), hence the spreads; compare ratios within one run, never absolute figures across runs.\n")
+	if slicesHas(r.Workloads, "reader") || slicesHas(r.Workloads, "producers") {
+		pw.p("- CPU µs/record (reader, producers) is the user and system CPU time of the whole process (getrusage) in the timed loop, per record: on a multi-core machine it can exceed the wall time per record.\n")
+	}
 	for _, n := range r.Notes {
 		pw.p("- %s\n", n)
 	}

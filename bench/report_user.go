@@ -162,6 +162,16 @@ func (r *Report) scaleVerdicts() []Verdict {
 	return append(out, fd, rss)
 }
 
+// longCellText makes s safe inside a table cell as cellText does, keeping up to 600 bytes
+// rather than 200: a scale failure's cause comes at the end of its message.
+func longCellText(s string) string {
+	s = strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ")
+	if len(s) > 600 {
+		s = s[:600] + "…"
+	}
+	return s
+}
+
 // msString formats milliseconds as ms below a second, else as seconds.
 func msString(v float64) string {
 	if v < 1000 {
@@ -188,7 +198,7 @@ func (r *Report) writeScale(pw *printer) {
 				cell += fmt.Sprintf(" (%d of %d runs failed: %s)", s.Failed, s.Failed+s.Runs, cellText(s.Err))
 			}
 		case s.Failed > 0 && first:
-			cell = "failed: " + cellText(s.Err)
+			cell = "failed: " + longCellText(s.Err)
 		case s.Failed == 0:
 			cell = "not run"
 		}

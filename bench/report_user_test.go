@@ -66,7 +66,7 @@ func TestReportUserPaths(t *testing.T) {
 			scale(5000, 2500, 1100, 3100, 3000, 120<<20),
 			scale(6000, 1000, 1000, 3100, 3000, 110<<20),
 		}},
-		"scalekill": {"commitlog-Topic": {{Err: "create, after 6,660 of 10,000 partitions, 19,990 descriptors open (19,980 segment files, limit 20,000): too many open files",
+		"scalekill": {"commitlog-Topic": {{Err: "the writer failed: create failed after 6,660 of 10,000 partitions (19,990 descriptors open at most, 19,980 of them segment files; limit 20,000): creating topic t00666: commitlog: topic t00666 partition 0: open t00666-0/00000000000000000000.txnindex: too many open files",
 			Scale: &ScaleResult{Partitions: 10_000, Created: 6660, FDs: 19_990, SegmentFDs: 19_980, RSS: 300 << 20, FDLimit: 20_000, MaxOpenFiles: 1024}}}},
 	})
 	hasLines(t, out,
@@ -95,7 +95,7 @@ func TestReportUserPaths(t *testing.T) {
 		"| create: Open, 1,000 topics, one record in each of their 10,000 partitions | 5.00 s ±40% | create <10.00 s: 5.00 s **met** |",
 		"| clean close (Store.Close) | 1.50 s ±100% | clean close <2.00 s: 1.50 s **met** |",
 		"| reopen after the clean close (Open) | 1.00 s ±20% | reopen after a clean close <2.00 s: 1.00 s **met** |",
-		"| reopen after SIGKILL (Open) | failed: create, after 6,660 of 10,000 partitions, 19,990 descriptors open (19,980 segment files, limit 20,000): too many open files | reopen after SIGKILL <10.00 s: failed **missed** |",
+		"| reopen after SIGKILL (Open) | failed: the writer failed: create failed after 6,660 of 10,000 partitions (19,990 descriptors open at most, 19,980 of them segment files; limit 20,000): creating topic t00666: commitlog: topic t00666 partition 0: open t00666-0/00000000000000000000.txnindex: too many open files | reopen after SIGKILL <10.00 s: failed **missed** |",
 		"| descriptors open, most seen (of them segment files): create and clean reopen; reopen after SIGKILL | 3,100 (3,000); 19,990 (19,980) | segment files open ≤ WithMaxOpenFiles (1,024): 19,980 **missed** |",
 		"| VmRSS, most seen (VmHWM): create and clean reopen; reopen after SIGKILL | 120 MiB (peak 121 MiB); 300 MiB | VmRSS <256 MiB: 300 MiB **missed** |",
 		"| CPU (user + system): create, close and reopen; reopen after SIGKILL | 3.00 s; — | |",
@@ -147,5 +147,18 @@ func TestSummarizeScale(t *testing.T) {
 		FDLimit: 1000, MaxOpenFiles: 64, CPU: 3}
 	if *s != want {
 		t.Errorf("summarizeScale = %+v\nwant %+v", *s, want)
+	}
+}
+
+func TestLongCellText(t *testing.T) {
+	long := strings.Repeat("x", 700)
+	for _, tc := range []struct{ in, want string }{
+		{"a|b\nc", "a\\|b c"},
+		{strings.Repeat("y", 300), strings.Repeat("y", 300)},
+		{long, long[:600] + "…"},
+	} {
+		if got := longCellText(tc.in); got != tc.want {
+			t.Errorf("longCellText(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }

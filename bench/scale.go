@@ -49,12 +49,15 @@ type ScaleResult struct {
 	MaxOpenFiles int   `json:"max_open_files"`
 	// sampling is the time spent counting descriptors during create, taken out of CreateMS.
 	sampling time.Duration
+	// fdDir is /proc/self/fd, opened before the store so that counting needs no new descriptor
+	// when the store has taken them all (nil: opened at each count).
+	fdDir *os.File
 }
 
 // observe samples the process's descriptors and VmRSS, keeping the most seen.
 func (sr *ScaleResult) observe() {
 	t0 := time.Now()
-	all, seg := countFDs()
+	all, seg := countFDs(sr.fdDir)
 	sr.FDs, sr.SegmentFDs = max(sr.FDs, all), max(sr.SegmentFDs, seg)
 	sr.RSS = max(sr.RSS, statusBytes("VmRSS"))
 	sr.sampling += time.Since(t0)
@@ -143,22 +146,31 @@ func checkScale(s *commitlog.Store, p Params, gen *Gen) error {
 	return nil
 }
 
-// scaleFailure describes where a scale case failed, with the descriptors at that moment.
-func scaleFailure(sr *ScaleResult, phase string, err error) error {
-	all, seg := countFDs()
-	return fmt.Errorf("%s, after %s of %s partitions, %s descriptors open (%s segment files, limit %s): %w",
-		phase, count(sr.Created), count(sr.Partitions), count(all), count(seg), count(int(sr.FDLimit)), err)
+// scaleFailure describes where a scale case failed, with the most descriptors seen up to then;
+// paths in err are made relative to the store's folder dir, to keep the report's cell short.
+func scaleFailure(sr *ScaleResult, phase, dir string, err error) error {
+	sr.observe()
+	msg := strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), "")
+	return fmt.Errorf("%s failed after %s of %s partitions (%s descriptors open at most, %s of them segment files; limit %s): %s",
+		phase, count(sr.Created), count(sr.Partitions), count(sr.FDs), count(sr.SegmentFDs), count(int(sr.FDLimit)), msg)
 }
 
-// newScaleResult is the result of a scale case before it runs.
-func newScaleResult(p Params) *ScaleResult {
-	return &ScaleResult{Partitions: p.ScaleTopics * p.ScalePartitions, FDLimit: fdLimit(), MaxOpenFiles: p.ScaleMaxOpenFiles}
+// newScaleResult is the result of a scale case before it runs; close releases its descriptor.
+func newScaleResult(p Params) (sr *ScaleResult, close func()) {
+	sr = &ScaleResult{Partitions: p.ScaleTopics * p.ScalePartitions, FDLimit: fdLimit(), MaxOpenFiles: p.ScaleMaxOpenFiles}
+	f, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return sr, func() {}
+	}
+	sr.fdDir = f
+	return sr, func() { f.Close() }
 }
 
 // runScale creates the store, closes it and opens it again, timing each (case "scale").
 func runScale(dir string, p Params) (Result, error) {
 	gen := NewGen(100)
-	sr := newScaleResult(p)
+	sr, done := newScaleResult(p)
+	defer done()
 	r := Result{Scale: sr, Records: int64(sr.Partitions)}
 	m := startMeter()
 	t0 := time.Now()
@@ -167,7 +179,7 @@ func runScale(dir string, p Params) (Result, error) {
 	sr.CreateMS = ms(time.Since(t0) - sr.sampling)
 	sr.observe()
 	if err != nil {
-		err = scaleFailure(sr, "create", err)
+		err = scaleFailure(sr, "create", dir, err)
 		m.stop(&r)
 		if s != nil {
 			err = errors.Join(err, s.Close())
@@ -193,7 +205,7 @@ func timedScaleReopen(dir string, p Params, gen *Gen, sr *ScaleResult) error {
 	s, err := commitlog.Open(dir, scaleOptions(p)...)
 	sr.ReopenMS = ms(time.Since(t0))
 	if err != nil {
-		return scaleFailure(sr, "reopen", err)
+		return scaleFailure(sr, "reopen", dir, err)
 	}
 	sr.observe()
 	if err := checkScale(s, p, gen); err != nil {
@@ -206,7 +218,8 @@ func timedScaleReopen(dir string, p Params, gen *Gen, sr *ScaleResult) error {
 // runScaleKill has a grandchild create the store, kills it with SIGKILL once it says so, and
 // times the reopen (case "scalekill").
 func runScaleKill(dir string, p Params) (Result, error) {
-	sr := newScaleResult(p)
+	sr, done := newScaleResult(p)
+	defer done()
 	r := Result{Scale: sr, Records: int64(sr.Partitions)}
 	exe, err := os.Executable()
 	if err != nil {
@@ -214,6 +227,8 @@ func runScaleKill(dir string, p Params) (Result, error) {
 	}
 	cmd := exec.Command(exe, append([]string{"-fill-scale", "-dir", dir}, scaleArgs(p)...)...)
 	cmd.Stderr = os.Stderr
+	// The writer dies with this process, should the runner kill it first (its timeout).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return r, err
@@ -240,11 +255,12 @@ func runScaleKill(dir string, p Params) (Result, error) {
 // fillScaleUntilKilled is the grandchild of runScaleKill: it creates the store in dir, says
 // "ready" on standard output (or "failed" and why), and waits to be killed.
 func fillScaleUntilKilled(dir string, p Params) error {
+	sr, done := newScaleResult(p)
+	defer done()
 	_, created, err := createScale(dir, p, NewGen(100), func() {})
 	if err != nil {
-		sr := newScaleResult(p)
 		sr.Created = created
-		err = scaleFailure(sr, "create", err)
+		err = scaleFailure(sr, "create", dir, err)
 		fmt.Printf("failed %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
 		return err
 	}
@@ -264,15 +280,29 @@ func scaleArgs(p Params) []string {
 // ms converts d to milliseconds.
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// countFDs returns the process's open descriptors and how many of them are segment files.
-func countFDs() (all, segments int) {
+// countFDs returns the process's open descriptors and how many of them are segment files,
+// reading /proc/self/fd through d when not nil (rewound first; it counts itself), else
+// opening it for the call (0, 0 when that fails).
+func countFDs(d *os.File) (all, segments int) {
 	const dir = "/proc/self/fd"
-	ents, err := os.ReadDir(dir)
+	var names []string
+	var err error
+	if d != nil {
+		if _, err = d.Seek(0, io.SeekStart); err == nil {
+			names, err = d.Readdirnames(-1)
+		}
+	} else {
+		var ents []os.DirEntry
+		ents, err = os.ReadDir(dir)
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+	}
 	if err != nil {
 		return 0, 0
 	}
-	for _, e := range ents {
-		target, err := os.Readlink(filepath.Join(dir, e.Name()))
+	for _, name := range names {
+		target, err := os.Readlink(filepath.Join(dir, name))
 		if err != nil {
 			continue // the descriptor ReadDir itself used, closed by now
 		}
@@ -284,11 +314,11 @@ func countFDs() (all, segments int) {
 	return all, segments
 }
 
-// isSegmentFile reports whether path is a segment's file: its .log, .index or .timeindex (a
-// deleted file's link ends in " (deleted)").
+// isSegmentFile reports whether path is a segment's file: its .log, .index, .timeindex or
+// .txnindex (a deleted file's link ends in " (deleted)").
 func isSegmentFile(path string) bool {
 	path = strings.TrimSuffix(path, " (deleted)")
-	for _, ext := range []string{".log", ".index", ".timeindex"} {
+	for _, ext := range []string{".log", ".index", ".timeindex", ".txnindex"} {
 		if strings.HasSuffix(path, ext) {
 			return true
 		}

@@ -36,6 +36,7 @@ func TestIsSegmentFile(t *testing.T) {
 		{"/tmp/s/t00001-3/00000000000000000000.log", true},
 		{"/tmp/s/t00001-3/00000000000000000000.index", true},
 		{"/tmp/s/t00001-3/00000000000000000000.timeindex", true},
+		{"/tmp/s/t00001-3/00000000000000000000.txnindex", true},
 		{"/tmp/s/t00001-3/00000000000000000000.log (deleted)", true},
 		{"/tmp/s/t00001-3/leader-epoch-checkpoint", false},
 		{"/tmp/s/t00001-3/00000000000000000000.snapshot", false},
@@ -49,10 +50,16 @@ func TestIsSegmentFile(t *testing.T) {
 	}
 }
 
-// countFDs sees a file opened and tells a segment file from another.
+// countFDs sees the files opened, tells a segment file from another, and counts the same
+// through a /proc/self/fd it is given as through one it opens.
 func TestCountFDs(t *testing.T) {
 	dir := t.TempDir()
-	all0, seg0 := countFDs()
+	all0, seg0 := countFDs(nil)
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
 	seg, err := os.Create(filepath.Join(dir, "00000000000000000000.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -63,9 +70,11 @@ func TestCountFDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	all1, seg1 := countFDs()
-	if all1-all0 != 2 || seg1-seg0 != 1 {
-		t.Errorf("after opening a segment file and another: %d more descriptors, %d more segment files; want 2 and 1", all1-all0, seg1-seg0)
+	for _, through := range []*os.File{nil, d, d} { // d twice: it is rewound
+		all, segs := countFDs(through)
+		if all != all0+3 || segs != seg0+1 {
+			t.Errorf("after opening /proc/self/fd, a segment file and another: %d descriptors, %d segment files; want %d and %d", all, segs, all0+3, seg0+1)
+		}
 	}
 }
 
@@ -111,7 +120,8 @@ func TestRunScaleFails(t *testing.T) {
 	if err == nil {
 		t.Fatal("runScale on a file succeeded")
 	}
-	if !strings.HasPrefix(err.Error(), "create, after 0 of 4 partitions, ") || r.Scale == nil || r.Scale.Created != 0 {
+	if !strings.HasPrefix(err.Error(), "create failed after 0 of 4 partitions (") || !strings.Contains(err.Error(), " descriptors open at most, 0 of them segment files; limit ") ||
+		r.Scale == nil || r.Scale.Created != 0 {
 		t.Errorf("error %q, result %+v", err, r.Scale)
 	}
 }
