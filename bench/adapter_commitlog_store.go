@@ -112,6 +112,31 @@ func openStoreLog(dir string, o Options, partitions int) (*storeLog, error) {
 	return l, nil
 }
 
+// onePartition returns an error unless the topic has one partition: reads by number and Scan
+// read partition 0 and would miss the others' records.
+func (l *storeLog) onePartition() error {
+	if n := l.topic.PartitionCount(); n != 1 {
+		return fmt.Errorf("the store adapters read topics of 1 partition, not %d", n)
+	}
+	return nil
+}
+
+// Scan reads the one partition with Partition.Scan.
+func (l *storeLog) Scan(fn func(i int64, key, value []byte) error) error {
+	if err := l.onePartition(); err != nil {
+		return err
+	}
+	return l.ourLog.Scan(fn)
+}
+
+// Get reads record i of the one partition with Partition.ReadRecord.
+func (l *storeLog) Get(i int64) ([]byte, []byte, error) {
+	if err := l.onePartition(); err != nil {
+		return nil, nil, err
+	}
+	return l.ourLog.Get(i)
+}
+
 // syncAll syncs every partition.
 func (l *storeLog) syncAll() error {
 	var errs []error
@@ -144,8 +169,8 @@ type storeReaderLog struct {
 // Scan drains the one partition with a new anonymous Reader from the earliest offset, up to the
 // log end offset at the call.
 func (l *storeReaderLog) Scan(fn func(i int64, key, value []byte) error) error {
-	if n := l.topic.PartitionCount(); n != 1 {
-		return fmt.Errorf("the Reader adapter reads topics of 1 partition, not %d", n)
+	if err := l.onePartition(); err != nil {
+		return err
 	}
 	end := l.countAll()
 	if end == 0 {
