@@ -176,7 +176,7 @@ func scaleWorkload(p Params) Workload {
 			"Close: Store.Close after that. Reopen: Open of the folder after the clean close, in the same process; after SIGKILL: a child process creates the same store, says so, and is killed with SIGKILL, and the folder is opened as it was left. "+
 			"Each reopen is checked untimed: every topic is there and every partition holds its one record (its last record read back for the first and last topic). "+
 			"Descriptors are the entries of /proc/self/fd while the store is open (the most seen: sampled every %d topics during create and after each open), those of segment files (.log, .index, .timeindex, .txnindex) apart; "+
-			"RSS is VmRSS at the same moments (the most seen), peak RSS VmHWM. A case that fails (\"too many open files\" under the process's descriptor limit, shown) is a failed row, not the end of the bench.",
+			"RSS is VmRSS at the same moments (the most seen), peak RSS VmHWM. Times are medians over the runs, ± their spread (max−min)/median; descriptors and RSS the most seen in any run. A case that fails (\"too many open files\" under the process's descriptor limit, shown) is a failed row, not the end of the bench.",
 			p.ScaleMaxOpenFiles, scaleSampleEvery),
 		Cases: []Case{{ID: "scale", Workload: "scale", Title: "create, close, reopen after a clean close"},
 			{ID: "scalekill", Workload: "scale", Title: "reopen after SIGKILL"}}}
