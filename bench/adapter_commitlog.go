@@ -24,6 +24,7 @@ func commitlogSystem() *System {
 		Version:    "this repository (Log, file store)",
 		Config:     "OpenLog, SyncNever (c: SyncAlways); reads: Scan, the zero-copy record iterator (e: ReadRecord into one reused Record, 32 MiB record position cache by default)",
 		Workloads:  "abcdefg",
+		Named:      []string{"reader", "producers"},
 		Persistent: true,
 		Open: func(dir string, o Options) (Log, error) {
 			l, err := commitlog.OpenLog(dir, logConfig(o))

@@ -15,6 +15,7 @@ func commitlogRecordsSystem() *System {
 		Version:    "this repository (Log, file store)",
 		Config:     "as commitlog; reads: ReadRecords(offset, 1 MiB) and ReadRecords(offset, 1)",
 		Workloads:  "de",
+		Named:      []string{"reader"},
 		Persistent: true,
 		Open: func(dir string, o Options) (Log, error) {
 			l, err := commitlog.OpenLog(dir, logConfig(o))

@@ -21,6 +21,7 @@ func fdatasyncSystem() *System {
 		Version:    "pwrite + fdatasync (golang.org/x/sys/unix)",
 		Config:     "one pwrite and one fdatasync per append, no sharing between goroutines",
 		Workloads:  "c",
+		Named:      []string{"producers"},
 		Persistent: true,
 		Open: func(dir string, o Options) (Log, error) {
 			f, err := os.OpenFile(filepath.Join(dir, "fdatasync"), os.O_RDWR|os.O_CREATE, 0o644)

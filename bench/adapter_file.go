@@ -27,6 +27,7 @@ func fileSystem() *System {
 		Version:    "Go standard library",
 		Config:     "bufio.Writer/bufio.Reader (4 KiB), length-prefixed frames in one file; e: pread with a kept position table",
 		Workloads:  "abdeg",
+		Named:      []string{"reader"},
 		Persistent: true,
 		Open:       openFileLog,
 		Label: func(w string) string {

@@ -31,6 +31,7 @@ func natsSystem() *System {
 		Version:    "github.com/nats-io/nats-server/v2 v2.15.2, github.com/nats-io/nats.go v1.55.0",
 		Config:     "embedded, DontListen + InProcessServer, file storage, async publish (c: SyncAlways server, sync publish)",
 		Workloads:  "abcdefg",
+		Named:      []string{"producers"},
 		Persistent: true,
 		Open: func(dir string, o Options) (Log, error) {
 			n, err := startNATS(dir, o.Durable)

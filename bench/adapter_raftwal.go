@@ -24,6 +24,7 @@ func raftWALSystem() *System {
 		Version:    "github.com/hashicorp/raft-wal v0.4.0",
 		Config:     "defaults (64 MiB segments); one fsync per StoreLogs batch, always",
 		Workloads:  "abcdefg",
+		Named:      []string{"producers"},
 		Persistent: true,
 		Open: func(dir string, o Options) (Log, error) {
 			meta := &metadb.BoltMetaDB{}

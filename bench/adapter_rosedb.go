@@ -23,6 +23,7 @@ func roseDBSystem() *System {
 		Version:    "github.com/rosedblabs/wal v1.3.8",
 		Config:     "1 GiB segments, Sync false (c: true); positions kept in a table, rebuilt by a scan on open",
 		Workloads:  "abcdefg",
+		Named:      []string{"producers"},
 		Persistent: true,
 		Open: func(dir string, o Options) (Log, error) {
 			w, err := wal.Open(wal.Options{DirPath: dir, SegmentSize: wal.GB, SegmentFileExt: ".SEG", Sync: o.Durable})

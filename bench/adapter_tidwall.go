@@ -22,6 +22,7 @@ func tidwallSystem() *System {
 		Version:    "github.com/tidwall/wal v1.2.1",
 		Config:     "Binary format, 20 MB segments, NoSync (c: fsync per write), NoCopy reads, SegmentCacheSize 2 (d, e: 64; with 2, 225 random reads/s)",
 		Workloads:  "abcdefg",
+		Named:      []string{"producers"},
 		Persistent: true,
 		Open: func(dir string, o Options) (Log, error) {
 			cache := 2 // the default

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/binary"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -12,7 +15,7 @@ const roundTripRecords = 1000
 
 func TestAdaptersRoundTrip(t *testing.T) {
 	for _, s := range allSystems() {
-		if !s.Takes("a") && !s.Takes("d") {
+		if !s.Takes("a") && !s.Takes("d") && !s.Takes("reader") {
 			continue
 		}
 		t.Run(s.Name, func(t *testing.T) {
@@ -80,11 +83,11 @@ func checkLog(t *testing.T, l Log, gen *Gen, n int64) {
 	}
 }
 
-// TestAdaptersDurable appends single records in the durable mode of workload c from several
-// goroutines and counts them.
+// TestAdaptersDurable appends single records in the durable mode of workloads c and producers
+// from several goroutines and counts them.
 func TestAdaptersDurable(t *testing.T) {
 	for _, s := range allSystems() {
-		if !s.Takes("c") {
+		if !s.Takes("c") && !s.Takes("producers") {
 			continue
 		}
 		t.Run(s.Name, func(t *testing.T) {
@@ -144,5 +147,52 @@ func TestFlightLine(t *testing.T) {
 	}
 	if _, err := parseFlight([]byte("1,2,3")); err == nil {
 		t.Fatal("a line of 3 fields parsed")
+	}
+}
+
+// The groupsync baseline holds, after its durable appends from many goroutines, exactly the
+// records it acknowledged, each once, as length-prefixed frames.
+func TestGroupSyncFile(t *testing.T) {
+	s, err := systemByName("groupsync")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	res, err := runDurable(s, dir, 8, 50e6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "groupsync"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := NewGen(100)
+	seen := map[int64]bool{}
+	for len(b) > 0 {
+		if len(b) < 4 || len(b)-4 < int(binary.BigEndian.Uint32(b)) {
+			t.Fatalf("torn frame after %d records", len(seen))
+		}
+		n := int(binary.BigEndian.Uint32(b))
+		k, v, err := SplitFrame(b[4 : 4+n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := int64(binary.BigEndian.Uint64(k))
+		if err := gen.Check(i, k, v); err != nil {
+			t.Fatal(err)
+		}
+		if seen[i] {
+			t.Fatalf("record %d twice", i)
+		}
+		seen[i] = true
+		b = b[4+n:]
+	}
+	if int64(len(seen)) != res.Records || res.Records == 0 {
+		t.Fatalf("file holds %d records, %d acknowledged", len(seen), res.Records)
+	}
+	for i := range res.Records {
+		if !seen[i] {
+			t.Fatalf("record %d acknowledged, not in the file", i)
+		}
 	}
 }

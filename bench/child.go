@@ -34,6 +34,15 @@ func runCase(s *System, c string, dir string, p Params) (Result, error) {
 		return runReopenKill(s, dir, p)
 	case "g":
 		return runFlights(s, dir, p)
+	case "reader":
+		return runReader(s, dir, p)
+	case "scale":
+		return runScale(dir, p)
+	case "scalekill":
+		return runScaleKill(dir, p)
+	}
+	if g, ok := producerGoroutines(c); ok {
+		return runDurable(s, dir, g, p.Duration)
 	}
 	return Result{}, fmt.Errorf("unknown case %q", c)
 }
@@ -144,10 +153,15 @@ func runScan(s *System, dir string, p Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	return timedScan(l, gen, int64(p.SmallN))
+}
+
+// timedScan reads l from its first record to its last, checking each, times it, and closes l.
+func timedScan(l Log, gen *Gen, want int64) (Result, error) {
 	var r Result
 	var next int64
 	m := startMeter()
-	err = l.Scan(func(i int64, k, v []byte) error {
+	err := l.Scan(func(i int64, k, v []byte) error {
 		if i != next {
 			return fmt.Errorf("read record %d after %d", i, next-1)
 		}
@@ -157,8 +171,8 @@ func runScan(s *System, dir string, p Params) (Result, error) {
 	})
 	m.stop(&r)
 	r.Records = next
-	if err == nil && next != int64(p.SmallN) {
-		err = fmt.Errorf("read %d records, want %d", next, p.SmallN)
+	if err == nil && next != want {
+		err = fmt.Errorf("read %d records, want %d", next, want)
 	}
 	return r, errors.Join(err, l.Close())
 }

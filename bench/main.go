@@ -6,6 +6,8 @@
 //	cd bench && go run . -scale=0.1 -runs=1     # a quick, small version
 //	cd bench && go run . -workloads=a,d -systems=commitlog,bufio -out=-
 //	cd bench && go run . -workloads=kafka       # the Kafka wire server (k), printed (about 2 minutes)
+//	cd bench && go run . -workloads=reader,producers,scale -runs=1 -out=-   # the user paths alone
+//	cd bench && go run . -workloads=scale -scale-topics=100 -runs=1 -out=-  # a small partition scale run
 //
 // Every system × workload runs in a child process of this binary (-child), so each figure has a
 // fresh heap and its own peak RSS; see BENCHMARKS.md for the method.
@@ -52,6 +54,10 @@ type flags struct {
 	discardFill int64
 	// cases are the Kafka cases to run (-workloads=kafka).
 	cases string
+	// scaleTopics, scalePartitions and scaleMaxOpenFiles size the scale workload.
+	scaleTopics, scalePartitions, scaleMaxOpenFiles int
+	// fillScale is the scale workload's grandchild: create the store and wait to be killed.
+	fillScale bool
 	// runsSet and outSet say that -runs and -out were given.
 	runsSet, outSet bool
 }
@@ -59,7 +65,7 @@ type flags struct {
 func parseFlags() *flags {
 	f := &flags{}
 	flag.IntVar(&f.runs, "runs", 3, "interleaved runs of every system × workload (the median is reported)")
-	flag.StringVar(&f.workloads, "workloads", "all", "workloads to run: all, or letters a-g separated by commas; or kafka, the Kafka wire server's section (k) alone (one run unless -runs is given; printed unless -out is given)")
+	flag.StringVar(&f.workloads, "workloads", "all", "workloads to run: all, or letters a-g and the names reader, producers, scale separated by commas; or kafka, the Kafka wire server's section (k) alone (one run unless -runs is given; printed unless -out is given)")
 	flag.StringVar(&f.systems, "systems", "all", "systems to run: all, or names separated by commas")
 	flag.StringVar(&f.out, "out", "../BENCHMARKS.md", "where to write the report (- for standard output)")
 	flag.Float64Var(&f.scale, "scale", 1, "multiply every workload's size by this (0.1 for a quick run)")
@@ -67,6 +73,10 @@ func parseFlags() *flags {
 	flag.Int64Var(&f.reopenBytes, "reopen-bytes", 1<<30, "payload bytes of the log reopened in (f), before -scale")
 	flag.StringVar(&f.flights, "flights", "", "the flights CSV (gzip) for (g); default ../shared/data/flights/flights-3m.csv.gz from the repository root")
 	flag.StringVar(&f.runsOf, "runs-of", "", "fewer runs for some systems, as name=n,name=n (slow peers)")
+	flag.IntVar(&f.scaleTopics, "scale-topics", 0, "topics of the scale workload (0: 1,000 × -scale, at least 10)")
+	flag.IntVar(&f.scalePartitions, "scale-partitions", 10, "partitions of each topic of the scale workload")
+	flag.IntVar(&f.scaleMaxOpenFiles, "scale-max-open-files", 1024, "the scale workload's store's WithMaxOpenFiles (its descriptor target)")
+	flag.BoolVar(&f.fillScale, "fill-scale", false, "internal: create the scale workload's store in -dir and wait to be killed")
 	flag.StringVar(&f.child, "child", "", "internal: measure one case in this process")
 	flag.BoolVar(&f.fill, "fill", false, "internal: fill a log until killed (workload f)")
 	flag.StringVar(&f.system, "system", "", "internal: the system of -child or -fill")
@@ -99,6 +109,12 @@ func run() error {
 		return runKafka(f)
 	}
 	p := newParams(f.scale, f.dur, f.reopenBytes, findFlights(f.flights))
+	if err := p.setScale(f.scaleTopics, f.scalePartitions, f.scaleMaxOpenFiles); err != nil {
+		return err
+	}
+	if f.fillScale {
+		return fillScaleUntilKilled(f.dir, p)
+	}
 	if f.child != "" || f.fill {
 		s, err := systemByName(f.system)
 		if err != nil {
@@ -145,6 +161,7 @@ func runAll(f *flags, p Params) error {
 		root: root, log: os.Stderr, childArgs: []string{
 			"-scale", strconv.FormatFloat(f.scale, 'g', -1, 64), "-dur", f.dur.String(),
 			"-reopen-bytes", strconv.FormatInt(f.reopenBytes, 10), "-flights", p.FlightsPath}}
+	r.childArgs = append(r.childArgs, scaleArgs(p)...)
 	if err := r.Run(); err != nil {
 		return err
 	}

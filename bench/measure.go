@@ -17,12 +17,16 @@ type Result struct {
 	Bytes   int64   `json:"bytes"`   // key and value bytes of the records
 	Seconds float64 `json:"seconds"` // the timed part
 	Mallocs uint64  `json:"mallocs"` // heap allocations in the timed part
+	// CPU is the user and system CPU seconds of the process in the timed part.
+	CPU     float64 `json:"cpu,omitempty"`
 	PeakRSS int64   `json:"peak_rss"`
 	// OpenMS is the reopen time of workload f, in milliseconds.
 	OpenMS float64 `json:"open_ms,omitempty"`
 	// Written is how many records workload f's log held before the reopen (after a kill: as
 	// many as the killed writer had seen acknowledged when it said so).
 	Written int64 `json:"written,omitempty"`
+	// Scale is what the scale workload's cases measured (nil for the others).
+	Scale *ScaleResult `json:"scale,omitempty"`
 	// Err says why the case failed.
 	Err string `json:"error,omitempty"`
 }
@@ -51,10 +55,20 @@ func (r *Result) AllocsPerRecord() float64 {
 	return float64(r.Mallocs) / float64(r.Records)
 }
 
-// meter measures one timed part: time, allocations, and the peak resident set since it started.
+// CPUMicrosPerRecord is the process's CPU time of the timed part per record, in µs.
+func (r *Result) CPUMicrosPerRecord() float64 {
+	if r.Records <= 0 {
+		return 0
+	}
+	return 1e6 * r.CPU / float64(r.Records)
+}
+
+// meter measures one timed part: time, allocations, CPU, and the peak resident set since it
+// started.
 type meter struct {
 	start   time.Time
 	mallocs uint64
+	cpu     int64 // ns
 }
 
 // startMeter collects garbage, resets the process's peak RSS (VmHWM) where the kernel allows,
@@ -66,7 +80,7 @@ func startMeter() *meter {
 	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return &meter{start: time.Now(), mallocs: ms.Mallocs}
+	return &meter{start: time.Now(), mallocs: ms.Mallocs, cpu: processCPU()}
 }
 
 // stop fills r's time, allocations and peak RSS.
@@ -75,6 +89,7 @@ func (m *meter) stop(r *Result) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	r.Mallocs = ms.Mallocs - m.mallocs
+	r.CPU = time.Duration(processCPU() - m.cpu).Seconds()
 	r.PeakRSS = peakRSS()
 }
 

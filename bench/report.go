@@ -92,6 +92,9 @@ func (r *Report) writeMethod(pw *printer) {
 	pw.p("- Systems without keys store each record as one entry: the key's length (uvarint), the key, the value. Systems that number entries from 1 are read at offset+1.\n")
 	pw.p("- memmove copies record by record into a fresh buffer, so it pays the kernel's first touch of every page; a log that encodes a batch into a warm buffer and writes it with one pwrite can beat it on large batches. It bounds record-at-a-time copying, not every write path.\n")
 	pw.p("- The machine is shared with other work (tests and benchmarks of other engineers may run at the same time), hence the spreads; compare ratios within one run, never absolute figures across runs.\n")
+	if slicesHas(r.Workloads, "reader") || slicesHas(r.Workloads, "producers") {
+		pw.p("- CPU µs/record (reader, producers) is the user and system CPU time of the whole process (getrusage) in the timed loop, per record: on a multi-core machine it can exceed the wall time per record.\n")
+	}
 	for _, n := range r.Notes {
 		pw.p("- %s\n", n)
 	}
@@ -102,8 +105,14 @@ func (r *Report) writeMethod(pw *printer) {
 func (r *Report) writeTargets(pw *printer) {
 	pw.p("## Targets\n\n| workload | target | measured | |\n|---|---|--:|---|\n")
 	for _, wl := range r.Workloads {
+		if wl.Letter == "scale" {
+			for _, v := range r.scaleVerdicts() {
+				pw.p("| (scale) | %s | %s | %s |\n", v.Target, v.Measured, v.State())
+			}
+			continue
+		}
 		for _, c := range wl.Cases {
-			for _, v := range verdicts(c.ID, ours, true, r.med, r.Params, r.peers()) {
+			for _, v := range verdicts(c.ID, wl.owner(), true, r.med, r.Params, r.peers()) {
 				state := "n/a"
 				switch {
 				case v.Known && v.Met:
@@ -129,8 +138,15 @@ func (r *Report) writeWorkload(pw *printer, wl Workload) {
 		pw.p("Skipped: the flights data (`../shared/data/flights/flights-3m.csv.gz` from the repository root) is absent on this machine.\n\n")
 		return
 	}
-	if wl.Letter == "f" {
+	switch {
+	case wl.Letter == "f":
 		r.writeReopen(pw, wl)
+		return
+	case wl.Letter == "scale":
+		r.writeScale(pw)
+		return
+	case wl.Base != "":
+		r.writeUserPath(pw, wl)
 		return
 	}
 	for _, c := range wl.Cases {
@@ -231,7 +247,7 @@ func (r *Report) targetCell(c string, s *System) string {
 func (r *Report) writeSystems(pw *printer) {
 	pw.p("## Systems\n\n| system | version | configuration | workloads |\n|---|---|---|---|\n")
 	for _, s := range r.Systems {
-		pw.p("| %s | %s | %s | %s |\n", s.Name, s.Version, cellText(s.Config), s.Workloads)
+		pw.p("| %s | %s | %s | %s |\n", s.Name, s.Version, cellText(s.Config), s.WorkloadList())
 	}
 	if len(r.Skipped) > 0 {
 		pw.p("\nNot measured:\n\n")

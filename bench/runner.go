@@ -190,6 +190,19 @@ func summary(r Result) string {
 	switch {
 	case r.Err != "":
 		return "FAILED: " + r.Err
+	case r.Scale != nil:
+		sr := r.Scale
+		var phases []string
+		for _, ph := range []struct {
+			name string
+			ms   float64
+		}{{"create", sr.CreateMS}, {"close", sr.CloseMS}, {"reopen", sr.ReopenMS}} {
+			if ph.ms > 0 {
+				phases = append(phases, fmt.Sprintf("%s %.0f ms", ph.name, ph.ms))
+			}
+		}
+		return fmt.Sprintf("%d partitions: %s, %d descriptors at most (%d segment files), VmRSS %.0f MiB",
+			sr.Partitions, strings.Join(phases, ", "), sr.FDs, sr.SegmentFDs, mib(sr.RSS))
 	case r.OpenMS > 0 || r.Written > 0:
 		return fmt.Sprintf("reopen %.1f ms, %d records (written %d), peak RSS %.0f MiB", r.OpenMS, r.Records, r.Written, mib(r.PeakRSS))
 	}

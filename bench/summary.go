@@ -12,6 +12,7 @@ type Summary struct {
 	RPS     float64
 	MBps    float64
 	Allocs  float64
+	CPUus   float64 // CPU µs per record
 	RSS     int64
 	OpenMS  float64
 	Records int64 // median records (f: in the reopened log)
@@ -24,7 +25,7 @@ type Summary struct {
 // summarize takes the medians of rs.
 func summarize(rs []Result) *Summary {
 	s := &Summary{}
-	var rps, mbps, allocs, rss, open, recs, written []float64
+	var rps, mbps, allocs, cpu, rss, open, recs, written []float64
 	for _, r := range rs {
 		if r.Err != "" {
 			s.Failed++
@@ -35,6 +36,7 @@ func summarize(rs []Result) *Summary {
 		rps = append(rps, r.RecordsPerSec())
 		mbps = append(mbps, r.MBPerSec())
 		allocs = append(allocs, r.AllocsPerRecord())
+		cpu = append(cpu, r.CPUMicrosPerRecord())
 		rss = append(rss, float64(r.PeakRSS))
 		open = append(open, r.OpenMS)
 		recs = append(recs, float64(r.Records))
@@ -46,7 +48,7 @@ func summarize(rs []Result) *Summary {
 	if s.Runs == 0 {
 		return s
 	}
-	s.RPS, s.MBps, s.Allocs = median(rps), median(mbps), median(allocs)
+	s.RPS, s.MBps, s.Allocs, s.CPUus = median(rps), median(mbps), median(allocs), median(cpu)
 	s.RSS, s.OpenMS = int64(median(rss)), median(open)
 	s.Records, s.Written = int64(median(recs)), int64(median(written))
 	spreadOf := rps

@@ -74,8 +74,10 @@ type System struct {
 	Version string
 	// Config says how the system is configured, for the report.
 	Config string
-	// Workloads lists the workloads it takes part in (letters).
+	// Workloads lists the lettered workloads it takes part in (a-g).
 	Workloads string
+	// Named lists the named workloads it takes part in (reader, producers, scale).
+	Named []string
 	// Persistent is false for systems that keep records in memory only: their read workloads
 	// fill them in the measuring process first.
 	Persistent bool
@@ -89,8 +91,19 @@ type System struct {
 	Label func(workload string) string
 }
 
-// Takes reports whether s takes part in workload w.
-func (s *System) Takes(w string) bool { return strings.Contains(s.Workloads, w) }
+// Takes reports whether s takes part in workload w: a letter of Workloads, or one of Named.
+func (s *System) Takes(w string) bool {
+	if len(w) == 1 {
+		return strings.Contains(s.Workloads, w)
+	}
+	return slices.Contains(s.Named, w)
+}
+
+// WorkloadList is the workloads s takes part in, for the systems table: the letters, then the
+// names.
+func (s *System) WorkloadList() string {
+	return strings.Join(slices.DeleteFunc(append([]string{s.Workloads}, s.Named...), func(w string) bool { return w == "" }), ", ")
+}
 
 // DisplayName is the system's name in workload w's table.
 func (s *System) DisplayName(w string) string {
@@ -115,6 +128,9 @@ func allSystems() []*System {
 		commitlogSystem(),
 		commitlogRecordsSystem(),
 		commitlogMemorySystem(),
+		commitlogScanSystem(),
+		commitlogReaderSystem(),
+		commitlogTopicSystem(),
 		tidwallSystem(),
 		raftWALSystem(),
 		roseDBSystem(),
@@ -122,6 +138,7 @@ func allSystems() []*System {
 		fileSystem(),
 		memmoveSystem(),
 		fdatasyncSystem(),
+		groupSyncSystem(),
 	}
 }
 

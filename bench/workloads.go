@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/commitlog-go/commitlog"
 )
 
 // Case is one measured configuration: a workload letter may have several (c runs with 1 and 16
@@ -17,13 +19,26 @@ type Case struct {
 	Title string
 }
 
-// Workload is one lettered workload of the report.
+// Workload is one workload of the report: lettered (a-g) or named (reader, producers, scale).
 type Workload struct {
+	// Letter is the workload's letter or name, as -workloads takes it.
 	Letter string
 	Title  string
 	// Meaning says what it measures, for the report.
 	Meaning string
 	Cases   []Case
+	// Base is the system the table's × column divides by; "" for ours.
+	Base string
+	// Owner is the system the workload's targets are for; "" for ours.
+	Owner string
+}
+
+// owner is the system w's targets are for.
+func (w Workload) owner() string {
+	if w.Owner == "" {
+		return ours
+	}
+	return w.Owner
 }
 
 // Params are the sizes of every workload after -scale.
@@ -41,6 +56,11 @@ type Params struct {
 	FlightBatch int           // g: records per append
 	Partitions  int           // g: partitions
 	FlightsPath string        // g: the data file ("" when absent)
+	// ProducerGoroutines are the producers workload's writers, one case each.
+	ProducerGoroutines []int
+	// ScaleTopics and ScalePartitions are the scale workload's topics and partitions a topic;
+	// ScaleMaxOpenFiles is its store's WithMaxOpenFiles.
+	ScaleTopics, ScalePartitions, ScaleMaxOpenFiles int
 }
 
 // newParams returns the workloads' sizes at scale.
@@ -59,11 +79,29 @@ func newParams(scale float64, dur time.Duration, reopenBytes int64, flightsPath 
 		FlightBatch: 8192,
 		Partitions:  8,
 		FlightsPath: flightsPath,
+
+		ProducerGoroutines: []int{1, 16, 64},
+		ScaleTopics:        max(10, int(1000*scale)),
+		ScalePartitions:    10,
+		ScaleMaxOpenFiles:  1024,
 	}
 	if scale < 1 {
 		p.Flights = n(3_000_000)
 	}
 	return p
+}
+
+// setScale applies the scale workload's flags: topics (0 keeps the size from -scale),
+// partitions a topic (1 to commitlog.MaxPartitions) and the store's WithMaxOpenFiles.
+func (p *Params) setScale(topics, partitions, maxOpenFiles int) error {
+	if topics < 0 || partitions < 1 || partitions > commitlog.MaxPartitions {
+		return fmt.Errorf("-scale-topics must be 0 or more and -scale-partitions 1 to %d", commitlog.MaxPartitions)
+	}
+	if topics > 0 {
+		p.ScaleTopics = topics
+	}
+	p.ScalePartitions, p.ScaleMaxOpenFiles = partitions, maxOpenFiles
+	return nil
 }
 
 // workloads returns every workload in report order, described with p's sizes.
@@ -92,7 +130,56 @@ func workloads(p Params) []Workload {
 		{Letter: "g", Title: g(p),
 			Meaning: "Real data: US domestic flights (Jan-Jun 2001, US Bureau of Transportation Statistics), key = origin airport (229 keys, skewed), value = the CSV line, appended in batches into 8 partitions by xxhash64(key) mod 8. Systems without partitions get one log per partition, the batch split the same way and the parts appended in parallel, as this library's Topic.Append does. Parsing is not timed. This library's topic keeps Kafka's defaults: a partition rolls a segment every 7 days of record time (segment.ms), 192 rolls in all here, each making a .log, .index and .timeindex file, and every rolled segment is flushed in the background (Kafka's flush on roll), so its fsyncs fall inside the timed loop; the peers without fsync write one or two files a partition and leave every byte to the kernel's writeback, after the loop. On this machine's ext4 (no journal) a file's creation costs 0.3-0.8 ms once many files were deleted in the last minutes, as in a busy temporary folder.",
 			Cases:   []Case{{ID: "g", Workload: "g"}}},
+		readerWorkload(p),
+		producersWorkload(p),
+		scaleWorkload(p),
 	}
+}
+
+// workloadNames lists every workload as -workloads takes it.
+const workloadNames = "a, b, c, d, e, f, g, reader, producers, scale"
+
+// readerWorkload is the user's read path against the engine's, on the same records.
+func readerWorkload(p Params) Workload {
+	return Workload{Letter: "reader", Base: "commitlog-Scan", Owner: "commitlog-Reader",
+		Title: fmt.Sprintf("(reader) Reader.Records against Partition.Scan: %s records of 100-byte values from one partition", count(p.SmallN)),
+		Meaning: "Each system writes the same records as (a) (batches of 1,000, no fsync, not timed), closes, opens its folder again in the same process (not timed) and reads every record from the first, checking each key and value. " +
+			"commitlog-Reader is the application's path: Topic.NewReader from the earliest offset, drained with Reader.Records, each record its own (the caller's to keep); " +
+			"commitlog-Scan is Partition.Scan on the same store (zero-copy, records valid for one loop turn); commitlog is Log.Scan and commitlog-ReadRecords Log.ReadRecords (1 MiB at a time) on a Log opened on its own. " +
+			"× is records/s over Partition.Scan's.",
+		Cases: []Case{{ID: "reader", Workload: "reader"}}}
+}
+
+// producersWorkload is the user's single-record durable append from many goroutines.
+func producersWorkload(p Params) Workload {
+	w := Workload{Letter: "producers", Base: ours, Owner: "commitlog-Topic",
+		Title: fmt.Sprintf("(producers) durable single-record Topic.Append for %s, %d partitions, 100-byte values", p.Duration, producerPartitions),
+		Meaning: fmt.Sprintf("Writers loop for a fixed time, each call appending one record and returning once it is durable, as (c). "+
+			"commitlog-Topic is the application's path: Topic.Append(ctx, rec) on a topic of %d partitions of a Store opened with its defaults (SyncAlways: fsync before the acknowledgement, appends that wait together share one fsync), keys spread by the default partitioner. "+
+			"commitlog is the engine's group commit: a Log opened on its own with SyncAlways. groupsync is a bufio.Writer and fdatasync shared by whoever waits (see Systems); fdatasync one pwrite and one fdatasync per append; the peers are in their fsync-every-write modes. "+
+			"× is records/s over commitlog's (Log). CPU µs/record is the process's user and system time per record.", producerPartitions)}
+	for _, g := range p.ProducerGoroutines {
+		title := fmt.Sprintf("%d goroutines", g)
+		if g == 1 {
+			title = "1 goroutine"
+		}
+		w.Cases = append(w.Cases, Case{ID: fmt.Sprintf("producers%d", g), Workload: "producers", Title: title})
+	}
+	return w
+}
+
+// scaleWorkload is a store of many partitions: create, close, reopen, and what it holds.
+func scaleWorkload(p Params) Workload {
+	return Workload{Letter: "scale", Owner: "commitlog-Topic",
+		Title: fmt.Sprintf("(scale) %s topics × %d partitions (%s partitions), one record each", count(p.ScaleTopics), p.ScalePartitions, count(p.ScaleTopics*p.ScalePartitions)),
+		Meaning: fmt.Sprintf("One store opened with WithSync(SyncNever) and WithMaxOpenFiles(%d). Create: Open, then every topic (CreateTopic, Kafka's defaults) and one record appended to each of its partitions (Partition.Append). "+
+			"Close: Store.Close after that. Reopen: Open of the folder after the clean close, in the same process; after SIGKILL: a child process creates the same store, says so, and is killed with SIGKILL, and the folder is opened as it was left. "+
+			"Each reopen is checked untimed: every topic is there and every partition holds its one record (its last record read back for the first and last topic). "+
+			"Descriptors are the entries of /proc/self/fd while the store is open (the most seen: sampled every %d topics during create and after each open), those of segment files (.log, .index, .timeindex, .txnindex) apart; "+
+			"RSS is VmRSS at the same moments (the most seen), peak RSS VmHWM. Times are medians over the runs, ± their spread (max−min)/median; descriptors and RSS the most seen in any run. A case that fails (\"too many open files\" under the process's descriptor limit, shown) is a failed row, not the end of the bench.",
+			p.ScaleMaxOpenFiles, scaleSampleEvery),
+		Cases: []Case{{ID: "scale", Workload: "scale", Title: "create, close, reopen after a clean close"},
+			{ID: "scalekill", Workload: "scale", Title: "reopen after SIGKILL"}}}
 }
 
 func g(p Params) string {
@@ -117,7 +204,7 @@ func selectWorkloads(all []Workload, list string) ([]Workload, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no workload in %q (have a, b, c, d, e, f, g)", list)
+		return nil, fmt.Errorf("no workload in %q (have %s)", list, workloadNames)
 	}
 	return out, nil
 }
