@@ -447,7 +447,7 @@ type topicSpec struct {
 func parseTopicSpec(s string) (topicSpec, error) {
 	name, parts, ok := strings.Cut(s, ":")
 	if name == "" {
-		return topicSpec{}, fmt.Errorf("--topic %q: want T or T:P,P,...", s)
+		return topicSpec{}, fmt.Errorf("--topic %q: want T, or T:P,P for some partitions", s)
 	}
 	spec := topicSpec{topic: name}
 	if !ok {
