@@ -119,9 +119,9 @@ func dump(g *globals, files []string, records bool) error {
 		for _, err := range failed {
 			fmt.Fprintf(g.io.err, "commitlog dump: %s\n", oneLine(err.Error()))
 		}
-		return fmt.Errorf("%d of %d files could not be read; %d damaged places found in the others", len(failed), len(files), damaged)
+		return fmt.Errorf("%d of %s could not be read; %s found in the others", len(failed), count(len(files), "file", ""), count(damaged, "damaged place", ""))
 	case damaged > 0:
-		return fmt.Errorf("%d damaged places found (see the output)", damaged)
+		return fmt.Errorf("%s found (see the output)", count(damaged, "damaged place", ""))
 	}
 	return nil
 }
@@ -379,7 +379,7 @@ func dumpTimeIndex(w io.Writer, r io.ReaderAt, size, base int64, named bool) (in
 // latter is damage).
 func indexTail(w io.Writer, zeros, partial, entrySize int) int {
 	if zeros > 0 {
-		fmt.Fprintf(w, "(%d unused entries of zeros follow: the preallocated space of an index in use, or left by a crash)\n", zeros)
+		fmt.Fprintf(w, "(%s of zeros follow: the preallocated space of an index in use, or left by a crash)\n", count(zeros, "unused entry", "unused entries"))
 	}
 	if partial > 0 {
 		fmt.Fprintf(w, "damaged: %d bytes after the last whole %d-byte entry\n", partial, entrySize)

@@ -119,3 +119,15 @@ func (f recordFormat) append(dst []byte, r *commitlog.Record) []byte {
 	}
 	return dst
 }
+
+// count writes n with the noun in its number: "1 record", "2 records", "0 records"; plural is
+// the noun's plural form, or "" for noun+"s".
+func count[N ~int | ~int32 | ~int64](n N, noun, plural string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if plural == "" {
+		plural = noun + "s"
+	}
+	return strconv.FormatInt(int64(n), 10) + " " + plural
+}

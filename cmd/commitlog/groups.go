@@ -381,15 +381,15 @@ func deleteGroups(ctx context.Context, g *globals, ids []string) error {
 		if err := s.DeleteGroup(ctx, d.Group); err != nil {
 			return fmt.Errorf("delete group %s: %w", d.Group, err)
 		}
-		fmt.Fprintf(g.io.out, "deleted group %s and its committed positions in %d partitions\n", d.Group, len(d.Positions))
+		fmt.Fprintf(g.io.out, "deleted group %s and its committed positions in %s\n", d.Group, count(len(d.Positions), "partition", ""))
 	}
 	return s.Close()
 }
 
 // nonEmpty is the error for a group with members that an operation needs empty.
 func nonEmpty(d commitlog.GroupDescription, what string) error {
-	return fmt.Errorf("group %s is %s with %d members: it can be %s only when it has none (stop its members first)",
-		d.Group, d.State, len(d.Members), what)
+	return fmt.Errorf("group %s is %s with %s: it can be %s only when it has none (stop its members first)",
+		d.Group, d.State, count(len(d.Members), "member", ""), what)
 }
 
 type resetFlags struct {

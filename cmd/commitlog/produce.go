@@ -405,8 +405,8 @@ loop:
 	if elapsed < time.Second {
 		shown = elapsed.Round(10 * time.Microsecond)
 	}
-	fmt.Fprintf(g.io.err, "produced %d records (%s) to %s in %s: %.0f records/s, %s/s\n",
-		records, formatBytes(bytes), f.topic, shown, rate, formatBytes(int64(float64(bytes)/max(elapsed.Seconds(), 1e-9))))
+	fmt.Fprintf(g.io.err, "produced %s (%s) to %s in %s: %.0f records/s, %s/s\n",
+		count(records, "record", ""), formatBytes(bytes), f.topic, shown, rate, formatBytes(int64(float64(bytes)/max(elapsed.Seconds(), 1e-9))))
 	if inputErr != nil {
 		return inputErr
 	}

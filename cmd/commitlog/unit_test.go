@@ -202,3 +202,21 @@ func FuzzDump(f *testing.F) {
 		dumpSnapshot(io.Discard, r, int64(len(data)), "f.snapshot")
 	})
 }
+
+// TestCount: a count's noun agrees with its number.
+func TestCount(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+	}{
+		{count(0, "record", ""), "0 records"},
+		{count(1, "record", ""), "1 record"},
+		{count(int64(2), "record", ""), "2 records"},
+		{count(int32(1), "batch", "batches"), "1 batch"},
+		{count(3, "batch", "batches"), "3 batches"},
+		{count(1, "unused entry", "unused entries"), "1 unused entry"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}

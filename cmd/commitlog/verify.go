@@ -115,13 +115,13 @@ func verify(g *globals) error {
 	} else if err := v.store(g.dir, entries); err != nil {
 		return err
 	}
-	parts := fmt.Sprintf("%d partitions", v.partitions)
+	parts := count(v.partitions, "partition", "")
 	if v.internal > 0 {
 		parts += fmt.Sprintf(" (%d of them the transaction coordinator's internal logs)", v.internal)
 	}
-	summary := fmt.Sprintf("verified %s, %d segments, %d batches, %d records in %s", parts, v.segments, v.batches, v.records, g.dir)
+	summary := fmt.Sprintf("verified %s, %s, %s, %s in %s", parts, count(v.segments, "segment", ""), count(v.batches, "batch", "batches"), count(v.records, "record", ""), g.dir)
 	if v.problems > 0 {
-		return dataError(fmt.Errorf("%s: %d problems", summary, v.problems))
+		return dataError(fmt.Errorf("%s: %s", summary, count(v.problems, "problem", "")))
 	}
 	fmt.Fprintf(g.io.err, "%s: no problems\n", summary)
 	return nil
