@@ -107,12 +107,17 @@ var errInterrupted = &exitError{code: exitInterrupted, err: errors.New("interrup
 type globals struct {
 	dir     string
 	verbose bool
+	quiet   bool
 	io      stdio
 }
 
-// logger returns the library's logger: warnings (recovery, rebuilt indexes) on standard error,
-// informational events too with --verbose.
+// logger returns the library's logger (WithLogger) and the command's: warnings (a recovery that
+// cut bytes, a corrupt batch, a retention that deleted records, records older than retention.ms)
+// on standard error, informational events too with --verbose, nothing with --quiet.
 func (g *globals) logger() *slog.Logger {
+	if g.quiet {
+		return slog.New(slog.DiscardHandler)
+	}
 	level := slog.LevelWarn
 	if g.verbose {
 		level = slog.LevelInfo
@@ -182,7 +187,9 @@ error), 2 a usage error. Errors are one line on standard error.`,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.PersistentFlags().StringVar(&g.dir, "dir", defaultDir, "the store's directory")
-	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log informational events of the store (recovery, retention) to standard error")
+	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log informational events of the store (recovery, retention) to standard error, beside its warnings")
+	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "log nothing of the store's, not even its warnings (errors are still reported)")
+	root.MarkFlagsMutuallyExclusive("verbose", "quiet")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
 	root.AddCommand(newProduceCommand(g), newConsumeCommand(g), newTopicsCommand(g), newGroupsCommand(g), newCompactCommand(g), newDumpCommand(g), newVerifyCommand(g), newServeCommand(g), newMirrorCommand(g))
 	return root
