@@ -36,6 +36,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -127,6 +128,8 @@ func (g *globals) logger() *slog.Logger {
 
 // run executes the command line args and returns the exit code.
 func run(ctx context.Context, args []string, sio stdio) int {
+	out := &pipeWriter{w: sio.out}
+	sio.out = out
 	g := &globals{io: sio}
 	root := newRootCommand(g)
 	root.SetArgs(args)
@@ -134,7 +137,8 @@ func run(ctx context.Context, args []string, sio stdio) int {
 	root.SetOut(sio.out)
 	root.SetErr(sio.err)
 	cmd, err := root.ExecuteContextC(ctx)
-	if err == nil {
+	if err == nil || out.closed.Load() && errors.Is(err, syscall.EPIPE) {
+		// A closed standard output (dump | head) ends the command quietly, as it ends cat.
 		return exitOK
 	}
 	code := exitUsage // errors cobra returns itself are about the command line
@@ -155,6 +159,21 @@ func run(ctx context.Context, args []string, sio stdio) int {
 	}
 	fmt.Fprintf(sio.err, "%s: %s\n", name, msg)
 	return code
+}
+
+// pipeWriter is standard output, noting whether a write found it closed (EPIPE: the reader of a
+// pipe went away), which ends a command quietly rather than as a failure.
+type pipeWriter struct {
+	w      io.Writer
+	closed atomic.Bool
+}
+
+func (p *pipeWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	if errors.Is(err, syscall.EPIPE) {
+		p.closed.Store(true)
+	}
+	return n, err
 }
 
 // oneLine joins the lines of a multi-line message (errors.Join's) with "; " and drops the
