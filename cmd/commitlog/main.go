@@ -10,7 +10,12 @@
 //	commitlog produce --topic T [flags] [FILE...]   records from lines, JSON lines or CSV
 //	commitlog consume --topic T [flags]             records, formatted (%t %p %o %k %s %T %h)
 //	commitlog topics [TOPIC...]                     offsets, open transactions, sizes, segments, compaction, readers' and groups' lag
+//	commitlog describe TOPIC | --reader NAME        partitions, offsets, sizes, configs with their source; a reader's lag
 //	commitlog groups [describe|delete|reset-offsets]  consumer groups: state, members, positions, lag
+//	commitlog readers reset-offsets NAME ...        set a named reader's positions (as kafka-consumer-groups --reset-offsets)
+//	commitlog alter-config TOPIC --add-config k=v   set or reset topic configs (kafka-configs --alter)
+//	commitlog delete-records TOPIC -p P --before N  move a partition's log start offset (kafka-delete-records)
+//	commitlog delete-topic TOPIC...                 delete topics (kafka-topics --delete)
 //	commitlog compact [TOPIC...]                    clean compacted topics now (cleanup.policy compact)
 //	commitlog dump [--records] FILE...              batches of .log files, entries of indexes and snapshots
 //	commitlog verify                                every segment, index and snapshot under --dir
@@ -201,7 +206,7 @@ error), 2 a usage error. Errors are one line on standard error.`,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return usageError("missing command: one of produce, consume, topics, groups, compact, dump, verify, serve, mirror")
+			return usageError("missing command: one of produce, consume, topics, describe, groups, readers, alter-config, delete-records, delete-topic, compact, dump, verify, serve, mirror")
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
@@ -211,6 +216,7 @@ error), 2 a usage error. Errors are one line on standard error.`,
 	root.MarkFlagsMutuallyExclusive("verbose", "quiet")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
 	root.AddCommand(newProduceCommand(g), newConsumeCommand(g), newTopicsCommand(g), newGroupsCommand(g), newCompactCommand(g), newDumpCommand(g), newVerifyCommand(g), newServeCommand(g), newMirrorCommand(g))
+	root.AddCommand(newDescribeCommand(g), newDeleteTopicCommand(g), newAlterConfigCommand(g), newDeleteRecordsCommand(g), newReadersCommand(g))
 	return root
 }
 

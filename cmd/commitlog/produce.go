@@ -322,6 +322,22 @@ func produce(cmd *cobra.Command, g *globals, f *produceFlags, args []string) err
 		}
 		return t, err
 	}
+	// A new topic stores only the configs given (kafka-configs --describe: DYNAMIC_TOPIC_CONFIG);
+	// the flags' defaults are Kafka's, which a zero field takes.
+	retention := cfg.topicCfg.RetentionDuration
+	for flag, field := range map[string]func(*commitlog.TopicConfig){
+		"segment-bytes":             func(c *commitlog.TopicConfig) { c.SegmentBytes = 0 },
+		"retention":                 func(c *commitlog.TopicConfig) { c.RetentionDuration = 0 },
+		"retention-bytes":           func(c *commitlog.TopicConfig) { c.RetentionBytes = 0 },
+		"min-cleanable-dirty-ratio": func(c *commitlog.TopicConfig) { c.MinCleanableDirtyRatio = 0 },
+		"delete-retention":          func(c *commitlog.TopicConfig) { c.DeleteRetention = 0 },
+		"min-compaction-lag":        func(c *commitlog.TopicConfig) { c.MinCompactionLag = 0 },
+		"max-compaction-lag":        func(c *commitlog.TopicConfig) { c.MaxCompactionLag = 0 },
+	} {
+		if !cmd.Flags().Changed(flag) {
+			field(&cfg.topicCfg)
+		}
+	}
 	topicCfg := cfg.topicCfg
 	t, err := s.Topic(f.topic)
 	switch {
@@ -341,6 +357,7 @@ func produce(cmd *cobra.Command, g *globals, f *produceFlags, args []string) err
 	}
 	if t != nil {
 		topicCfg = t.Config()
+		retention = topicCfg.RetentionDuration
 	}
 	cfg.policy, cfg.topic = topicCfg.CleanupPolicy, f.topic
 	n := int(topicCfg.Partitions)
@@ -380,7 +397,7 @@ func produce(cmd *cobra.Command, g *globals, f *produceFlags, args []string) err
 	if maxLine == 0 {
 		maxLine = commitlog.DefaultMaxMessageBytes
 	}
-	old := oldRecords{retention: topicCfg.RetentionDuration, log: g.logger(), topic: f.topic}
+	old := oldRecords{retention: retention, log: g.logger(), topic: f.topic}
 	readCtx, stopReading := context.WithCancel(ctx)
 	defer stopReading()
 	go func() {
