@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -51,7 +52,7 @@ only read. Exit code 1 when a file is damaged or cannot be read.`,
 			}
 			return nil
 		},
-		RunE: runE(func(cmd *cobra.Command, args []string) error { return dump(g, args, records) }),
+		RunE: runE(func(cmd *cobra.Command, args []string) error { return dump(cmd.Context(), g, args, records) }),
 	}
 	cmd.Flags().BoolVar(&records, "records", false, "print every record of each batch, key and value included")
 	cmd.Flags().BoolVar(&records, "print-data-log", false, "the same as --records (Kafka's name)")
@@ -92,7 +93,7 @@ func kindOf(path string) fileKind {
 	return kindUnknown
 }
 
-func dump(g *globals, files []string, records bool) error {
+func dump(ctx context.Context, g *globals, files []string, records bool) error {
 	for _, f := range files {
 		if kindOf(f) == kindUnknown {
 			return usageError("%s: not a .log, .index, .timeindex, .txnindex or .snapshot file, nor a commitlog state file", f)
@@ -103,6 +104,9 @@ func dump(g *globals, files []string, records bool) error {
 	damaged := 0
 	var failed []error
 	for _, path := range files {
+		if ctx.Err() != nil {
+			return errInterrupted // between files: a signal ends the dump
+		}
 		n, err := dumpFile(out, path, records)
 		damaged += n
 		if err != nil {

@@ -62,6 +62,10 @@ const defaultDir = "./commitlog-data"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first SIGINT or SIGTERM asks the command to stop cleanly (each long command watches
+	// ctx); then the signals take their default action again, so that a second one ends the
+	// process at once, whatever it is doing.
+	go func() { <-ctx.Done(); stop() }()
 	// A closed pipe on standard output (consume | head) is then a write error, which consume
 	// takes as the end, closing the store cleanly, rather than a signal that kills the process.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)

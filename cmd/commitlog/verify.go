@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,7 +66,7 @@ unknown), what). Exit code 0 when everything is sound, 1 when a problem was foun
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			return verify(g, output == "json")
+			return verify(cmd.Context(), g, output == "json")
 		}),
 	}
 	outputFlag(cmd, &output)
@@ -107,6 +108,7 @@ func (p problem) String() string {
 }
 
 type verifier struct {
+	ctx      context.Context // a signal ends the check between partitions
 	out      io.Writer
 	problems int
 	// collected holds the problems, for --output json, when collect is set; otherwise each is
@@ -127,7 +129,7 @@ func (v *verifier) report(p problem) {
 	fmt.Fprintln(v.out, p)
 }
 
-func verify(g *globals, asJSON bool) error {
+func verify(ctx context.Context, g *globals, asJSON bool) error {
 	info, err := os.Stat(g.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("no store at %s (set --dir)", g.dir)
@@ -138,7 +140,7 @@ func verify(g *globals, asJSON bool) error {
 	if !info.IsDir() {
 		return fmt.Errorf("%s is not a directory", g.dir)
 	}
-	v := &verifier{out: g.io.out, collect: asJSON}
+	v := &verifier{ctx: ctx, out: g.io.out, collect: asJSON}
 	entries, err := os.ReadDir(g.dir)
 	if err != nil {
 		return err
@@ -282,6 +284,9 @@ type batchInfo struct {
 // partition checks one partition's folder: its segments in offset order, their indexes, and its
 // state file.
 func (v *verifier) partition(dir string) error {
+	if v.ctx.Err() != nil {
+		return errInterrupted
+	}
 	v.partitions++
 	entries, err := os.ReadDir(dir)
 	if err != nil {
