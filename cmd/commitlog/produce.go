@@ -361,6 +361,9 @@ func produce(cmd *cobra.Command, g *globals, f *produceFlags, args []string) err
 	}
 	cfg.policy, cfg.topic = topicCfg.CleanupPolicy, f.topic
 	n := int(topicCfg.Partitions)
+	if t != nil {
+		n = int(t.PartitionCount())
+	}
 	cfg.batchRecords = min(cfg.batchRecords*n, 1<<20)
 	cfg.batchBytes = min(cfg.batchBytes*n, 1<<30)
 
