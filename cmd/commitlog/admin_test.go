@@ -249,3 +249,25 @@ func TestReadersResetOffsets(t *testing.T) {
 	r = cli(t, nil, "--dir", dir, "readers", "reset-offsets", "bad name", "--topic", "events", "--to-earliest")
 	require.Equal(t, 2, r.code)
 }
+
+// TestInvalidTopicName: a name no topic can have is a usage error naming the rule and the
+// character that breaks it (a non-ASCII one whole), on every command that takes a topic, not an
+// unknown topic.
+func TestInvalidTopicName(t *testing.T) {
+	dir, _ := adminStore(t)
+	const why = `invalid topic name: "café": character 'é' at byte 3 is not one of [a-zA-Z0-9._-] (ASCII letters and digits, '.', '_' and '-', as Kafka's topic names)`
+	for _, args := range [][]string{
+		{"produce", "-t", "café"},
+		{"consume", "-t", "café"},
+		{"describe", "café"},
+		{"topics", "café"},
+		{"alter-config", "café", "--add-config", "retention.ms=1"},
+		{"delete-records", "café", "-p", "0", "--before", "1"},
+		{"delete-topic", "café"},
+	} {
+		r := cli(t, strings.NewReader("a\n"), append([]string{"--dir", dir}, args...)...)
+		require.Equal(t, 2, r.code, args)
+		require.Equal(t, "commitlog "+args[0]+": "+why+" (see 'commitlog "+args[0]+" --help')\n", r.stderr, args)
+	}
+	require.NoDirExists(t, filepath.Join(dir, "café-0"))
+}
