@@ -128,11 +128,35 @@ func (g *globals) logger() *slog.Logger {
 	if g.quiet {
 		return slog.New(slog.DiscardHandler)
 	}
-	level := slog.LevelWarn
+	h := slog.NewTextHandler(g.io.err, &slog.HandlerOptions{Level: slog.LevelInfo})
 	if g.verbose {
-		level = slog.LevelInfo
+		return slog.New(h)
 	}
-	return slog.New(slog.NewTextHandler(g.io.err, &slog.HandlerOptions{Level: level}))
+	return slog.New(&warnHandler{Handler: h})
+}
+
+// deletedData are the messages of the store's informational events that delete records: the
+// command shows them by default, with the warnings, since they change what a reader can read.
+var deletedData = map[string]bool{
+	"retention deleted segment": true, // retention.go: retention.ms or retention.bytes
+}
+
+// warnHandler passes warnings and errors, and the informational events in deletedData.
+type warnHandler struct{ slog.Handler }
+
+func (h *warnHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < slog.LevelWarn && !deletedData[r.Message] {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *warnHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &warnHandler{Handler: h.Handler.WithAttrs(attrs)}
+}
+
+func (h *warnHandler) WithGroup(name string) slog.Handler {
+	return &warnHandler{Handler: h.Handler.WithGroup(name)}
 }
 
 // run executes the command line args and returns the exit code.
