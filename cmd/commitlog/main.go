@@ -27,9 +27,9 @@
 // parse, an I/O error), 2 a usage error (a bad flag, argument or value); a produce stopped by
 // Ctrl-C exits 130 after saying what it acknowledged. Errors are one line on standard error.
 //
-// The store is held by one process at a time (a directory lock): consume, topics, groups, compact,
-// produce and serve fail with a clear message while another process has it open; verify and dump only
-// read files and run at any time.
+// The store is held by one process at a time (a directory lock): every command but verify and dump
+// fails with a clear message while another process has it open; verify and dump only read files and
+// run at any time.
 package main
 
 import (
