@@ -129,13 +129,6 @@ type crashPart struct {
 	batches []int64           // base offsets of the batches appended, in order
 }
 
-func (p *crashPart) clone() *crashPart {
-	c := *p
-	c.recs = maps.Clone(p.recs)
-	c.batches = slices.Clone(p.batches)
-	return &c
-}
-
 // crashStepKind names a workload step.
 type crashStepKind int
 
@@ -543,7 +536,7 @@ func crashCheck(img fsys.FS, m *crashModel, seed uint64, second bool) error {
 	}
 
 	// The second restart.
-	s2, img, mode, err := restartAgain(ffs, img, &s, second, crashStoreDir, crashOptions)
+	s2, _, mode, err := restartAgain(ffs, img, &s, second, crashStoreDir, crashOptions)
 	if err != nil {
 		return err
 	}

@@ -310,20 +310,18 @@ func (gr *GroupReader) Records(ctx context.Context) iter.Seq2[*Record, error] {
 // one, the channels that signal a change: appends to the topics read, a seek, an event. nil
 // channels and no record mean that events are waiting (Next runs the listener and looks again).
 func (gr *GroupReader) poll() (*Record, []<-chan struct{}, error) {
-	for {
-		rec, again, err := gr.pollOnce(nil)
-		if rec != nil || err != nil || again {
-			return rec, nil, err
-		}
-		// Nothing: take the wake-up channels, then look again, so that an append between the
-		// look and the wait is never missed.
-		var waits []<-chan struct{}
-		rec, again, err = gr.pollOnce(&waits)
-		if rec != nil || err != nil || again {
-			return rec, nil, err
-		}
-		return nil, waits, nil
+	rec, again, err := gr.pollOnce(nil)
+	if rec != nil || err != nil || again {
+		return rec, nil, err
 	}
+	// Nothing: take the wake-up channels, then look again, so that an append between the
+	// look and the wait is never missed.
+	var waits []<-chan struct{}
+	rec, again, err = gr.pollOnce(&waits)
+	if rec != nil || err != nil || again {
+		return rec, nil, err
+	}
+	return nil, waits, nil
 }
 
 // pollOnce looks for a record in each topic read, in turn from the cursor; with waits, it

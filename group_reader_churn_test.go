@@ -46,12 +46,6 @@ func (p *progress) add(d int64) {
 	p.mu.Unlock()
 }
 
-func (p *progress) load() int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.n
-}
-
 // waitFor waits until the counter reaches target; false when ctx ends first.
 func (p *progress) waitFor(ctx context.Context, target int64) bool {
 	for {

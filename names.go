@@ -23,10 +23,9 @@ func validName(name string) string {
 	case len(name) > maxNameLength:
 		return fmt.Sprintf("longer than %d characters", maxNameLength)
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
+	for i, c := range name { // by character: a non-ASCII one is named whole, not by its first byte
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Sprintf("character %q at %d is not one of [a-zA-Z0-9._-]", c, i)
+			return fmt.Sprintf("character %q at byte %d is not one of [a-zA-Z0-9._-] (ASCII letters and digits, '.', '_' and '-', as Kafka's topic names)", c, i)
 		}
 	}
 	return ""

@@ -578,13 +578,6 @@ func concurrentReader(tp *Topic, id int, value func(int32, int64) string, writer
 	}
 }
 
-func stMustNoT[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
-
 // TestReaderTailing: 4 readers tail a topic while single records are appended with short random
 // pauses; every record reaches every reader, in order, and no reader ever waits 10 s.
 func TestReaderTailing(t *testing.T) { forEachStore(t, testReaderTailing) }

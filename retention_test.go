@@ -100,11 +100,6 @@ func rtDeletedFiles(base int64) []string {
 	return []string{segmentName(base) + ".index.deleted", segmentName(base) + ".log.deleted", segmentName(base) + ".timeindex.deleted"}
 }
 
-// rtLiveFiles are the names of a segment's files.
-func rtLiveFiles(base int64) []string {
-	return []string{segmentName(base) + ".index", segmentName(base) + ".log", segmentName(base) + ".timeindex"}
-}
-
 // holdFS wraps a file system so that a test can stop a read of one file in the middle, and act
 // between the renames of a retention.
 type holdFS struct {
@@ -1199,7 +1194,7 @@ func TestRetiredSegmentNamesUnique(t *testing.T) {
 					fsWriteFile(t, fsy, filepath.Join(dir, name), []byte("leftover"))
 				}
 				fsWriteFile(t, fsy, filepath.Join(dir, "notes.1.deleted"), []byte("not a segment's"))
-				l = openTestLog(t, fsy, dir, cfg, WithClock(fixedClock))
+				openTestLog(t, fsy, dir, cfg, WithClock(fixedClock))
 				left := slices.DeleteFunc(fsListDir(t, fsy, dir), func(n string) bool { return !strings.HasSuffix(n, deletedSuffix) })
 				require.Equal(t, []string{"notes.1.deleted"}, left)
 			})

@@ -192,10 +192,12 @@ func kafkaTopicConfigs() []kafkaTopicConfig {
 				r, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 				switch {
 				case err != nil:
+					//lint:ignore ST1005 Kafka's ConfigDef message, verbatim
 					return errors.New("Not a number of type DOUBLE")
 				case r == 0:
 					return errors.New("0 cannot be kept: a zero MinCleanableDirtyRatio is the default, 0.5; the smallest ratio is above 0")
 				case !(r > 0 && r <= 1):
+					//lint:ignore ST1005 Kafka's ConfigDef message, verbatim
 					return errors.New("Value must be no more than 1")
 				}
 				c.MinCleanableDirtyRatio = r
@@ -522,9 +524,11 @@ func setFlushMs(c *TopicConfig, v string) error {
 func parseKafkaLong(v string, least int64) (int64, error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 	if err != nil {
+		//lint:ignore ST1005 Kafka's ConfigDef message, verbatim
 		return 0, errors.New("Not a number of type LONG")
 	}
 	if n < least {
+		//lint:ignore ST1005 Kafka's ConfigDef message, verbatim
 		return 0, fmt.Errorf("Value must be at least %d", least)
 	}
 	return n, nil
@@ -535,9 +539,11 @@ func parseKafkaLong(v string, least int64) (int64, error) {
 func parseKafkaInt(v string, least int) (int, error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
 	if err != nil {
+		//lint:ignore ST1005 Kafka's ConfigDef message, verbatim
 		return 0, errors.New("Not a number of type INT")
 	}
 	if n < int64(least) {
+		//lint:ignore ST1005 Kafka's ConfigDef message, verbatim
 		return 0, fmt.Errorf("Value must be at least %d", least)
 	}
 	return int(n), nil
@@ -551,6 +557,7 @@ func parseKafkaMs(v string, least int64) (time.Duration, error) {
 		return 0, err
 	}
 	if ms > maxDurationMs {
+		//lint:ignore ST1005 Kafka's ConfigDef message, verbatim
 		return 0, fmt.Errorf("Value must be no more than %d", maxDurationMs)
 	}
 	return time.Duration(ms) * time.Millisecond, nil

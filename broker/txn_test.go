@@ -112,7 +112,7 @@ func TestGroupTransactSession(t *testing.T) {
 	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(b.addr), kgo.TransactionalID("copier"),
 		kgo.DefaultProduceTopic("out"), kgo.ConsumerGroup("copiers"), kgo.ConsumeTopics("in"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.SessionTimeout(6*time.Second), kgo.RequireStableFetchOffsets())
+		kgo.SessionTimeout(6*time.Second))
 	require.NoError(t, err)
 	defer sess.Close()
 	copied := 0

@@ -16,7 +16,10 @@ import (
 
 type consumeFlags struct {
 	topic          string
-	from           string
+	from           []string
+	json           bool
+	keyDelim       string
+	nullStr        bool
 	partition      int32
 	reader         string
 	count          int64
@@ -35,10 +38,17 @@ func newConsumeCommand(g *globals) *cobra.Command {
 partition in turn. It waits at the end of the log for more unless --exit-at-end or --count says
 when to stop; Ctrl-C stops it cleanly. The store must not be open in another process.
 
---from says where to begin in each partition: beginning (the oldest record kept), end (only
+--from (-o) says where to begin in each partition: beginning (the oldest record kept), end (only
 records appended from now on), an offset (the same in every partition), -N (the last N records
 of each partition), or @TIME: the first record whose timestamp is at or after TIME, given as
-RFC 3339 (@2001-01-01T08:00:00Z) or epoch milliseconds (@978336000000).
+RFC 3339 (@2001-01-01T08:00:00Z) or epoch milliseconds (@978336000000); kcat's s@MS is @MS. A
+second -o e@TIME (kcat's end timestamp) stops each partition before its first record at or after
+TIME, and consume exits there. An offset past a partition's end is said on standard error, with
+where the log ends and where --reset moves the reader.
+
+As kcat: -J prints each record as a JSON object (topic, partition, offset, tstype, ts, broker
+(-1: no broker), headers (["name","value",...], when the record has any), key, payload; a null
+key or value is null); -K DELIM prints key DELIM value; -Z prints a null key or value as NULL.
 
 With --reader NAME positions are committed under that name (at exit and every
 --commit-interval), so a later consume with the same name continues where this one stopped;
@@ -57,7 +67,10 @@ An unknown topic or partition is a data problem: exit code 1.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.topic, "topic", "t", "", "topic to read (required)")
-	fl.StringVarP(&f.from, "from", "o", "beginning", "where to begin: beginning, end, OFFSET, -N, @RFC3339 or @EPOCH_MS")
+	fl.StringArrayVarP(&f.from, "from", "o", []string{"beginning"}, "where to begin: beginning, end, OFFSET, -N, @RFC3339, @EPOCH_MS or s@EPOCH_MS; again with e@TIME where to stop")
+	fl.BoolVarP(&f.json, "json", "J", false, "print each record as kcat's -J JSON envelope")
+	fl.StringVarP(&f.keyDelim, "key-delim", "K", "", "print key DELIM value (kcat's -K); the default format then is %k DELIM %s\\n")
+	fl.BoolVarP(&f.nullStr, "null", "Z", false, `print a null key or value as NULL (kcat's -Z)`)
 	fl.Int32VarP(&f.partition, "partition", "p", -1, "read only this partition (default all)")
 	fl.StringVarP(&f.reader, "reader", "r", "", "a named reader whose positions are committed and resumed")
 	fl.Int64VarP(&f.count, "count", "c", 0, "stop after this many records (0: no limit)")
@@ -84,7 +97,11 @@ func parseFrom(s string) (from, error) {
 	case "end", "latest", "newest":
 		return from{start: commitlog.Latest}, nil
 	}
-	if t, ok := strings.CutPrefix(s, "@"); ok {
+	t, ok := strings.CutPrefix(s, "@")
+	if !ok {
+		t, ok = strings.CutPrefix(s, "s@") // kcat's start timestamp
+	}
+	if ok {
 		if ms, err := strconv.ParseInt(t, 10, 64); err == nil {
 			return from{start: commitlog.AtTime, time: time.UnixMilli(ms)}, nil
 		}
@@ -104,12 +121,45 @@ func parseFrom(s string) (from, error) {
 	return from{start: commitlog.AtOffset, offset: n}, nil
 }
 
+// parseFroms reads the -o values: one start (parseFrom), and at most one e@TIME, the time to stop
+// at, returned non-zero.
+func parseFroms(ss []string) (from, time.Time, error) {
+	start, starts := from{start: commitlog.Earliest}, 0
+	var end time.Time
+	for _, s := range ss {
+		if t, ok := strings.CutPrefix(s, "e@"); ok {
+			if !end.IsZero() {
+				return from{}, time.Time{}, fmt.Errorf("--from %q: one e@TIME at most", s)
+			}
+			f, err := parseFrom("@" + t)
+			if err != nil {
+				return from{}, time.Time{}, fmt.Errorf("--from %q: after e@ give an RFC 3339 time or epoch milliseconds", s)
+			}
+			end = f.time
+			continue
+		}
+		if starts++; starts > 1 {
+			return from{}, time.Time{}, fmt.Errorf("--from %q: one start at most (and one e@TIME)", s)
+		}
+		f, err := parseFrom(s)
+		if err != nil {
+			return from{}, time.Time{}, err
+		}
+		start = f
+	}
+	return start, end, nil
+}
+
 func consume(ctx context.Context, g *globals, f *consumeFlags) error {
-	start, err := parseFrom(f.from)
+	start, endTime, err := parseFroms(f.from)
 	if err != nil {
 		return usageError("%v", err)
 	}
-	format, err := parseFormat(f.format)
+	formatFlag := f.format
+	if f.keyDelim != "" && formatFlag == defaultFormat {
+		formatFlag = "%k" + strings.ReplaceAll(f.keyDelim, "%", "%%") + "%s\\n"
+	}
+	format, err := parseFormat(formatFlag)
 	if err != nil {
 		return usageError("--format: %v", err)
 	}
@@ -179,13 +229,28 @@ func consume(ctx context.Context, g *globals, f *consumeFlags) error {
 		}
 	}
 
-	c := &consumer{r: r, format: format, out: bufio.NewWriterSize(g.io.out, 64<<10),
-		flushEach: g.io.outIsTerm, named: f.reader != "", commitInterval: f.commitInterval}
-	if f.exitAtEnd {
+	if start.start == commitlog.AtOffset {
+		pastEnd(g, t, r, committed, start.offset, f.reset)
+	}
+
+	c := &consumer{r: r, appendRec: format.append, out: bufio.NewWriterSize(g.io.out, 64<<10),
+		flushEach: g.io.outIsTerm, named: f.reader != "", commitInterval: f.commitInterval, nullStr: f.nullStr}
+	if f.json {
+		c.appendRec = jsonEnvelope(t.Config().TimestampType)
+	}
+	if f.exitAtEnd || !endTime.IsZero() {
 		c.targets, c.unchecked = map[int32]int64{}, map[int32]bool{}
+		c.stopAtTarget = !endTime.IsZero()
 		for p, pos := range r.Positions() {
 			part, _ := t.Partition(p)
 			c.targets[p] = part.HighWatermark()
+			if c.stopAtTarget {
+				off, err := part.OffsetForTime(endTime)
+				if err != nil {
+					return err
+				}
+				c.targets[p] = min(off, c.targets[p])
+			}
 			if pos > c.targets[p] {
 				// Past the end: a truncation overtook a committed position. Where the reader
 				// really stands is known once it has looked (its reset policy, or
@@ -206,8 +271,12 @@ func consume(ctx context.Context, g *globals, f *consumeFlags) error {
 // consumer prints a reader's records. Its positions are committed only between records, after
 // the records read so far are written out, so a commit never covers a record not yet printed.
 type consumer struct {
-	r              *commitlog.Reader
-	format         recordFormat
+	r         *commitlog.Reader
+	appendRec func(dst []byte, r *commitlog.Record) []byte
+	nullStr   bool // -Z: a null key or value printed as NULL
+	// stopAtTarget (e@TIME): records at or past a partition's target are not printed, and a
+	// named reader's position is set back to the target before it commits.
+	stopAtTarget   bool
 	out            *bufio.Writer
 	flushEach      bool
 	named          bool
@@ -276,10 +345,23 @@ func (c *consumer) run(ctx context.Context, limit int64) error {
 			err = nerr
 			break
 		}
-		n++
 		c.pos[rec.Partition] = rec.Offset + 1
 		delete(c.unchecked, rec.Partition)
-		buf = c.format.append(buf[:0], rec)
+		if c.stopAtTarget && rec.Offset >= c.targets[rec.Partition] {
+			continue
+		}
+		n++
+		if c.nullStr && (rec.Key == nil || rec.Value == nil) {
+			shown := *rec
+			if shown.Key == nil {
+				shown.Key = nullText
+			}
+			if shown.Value == nil {
+				shown.Value = nullText
+			}
+			rec = &shown
+		}
+		buf = c.appendRec(buf[:0], rec)
 		if _, werr := c.out.Write(buf); werr != nil {
 			return fmt.Errorf("standard output: %w", werr)
 		}
@@ -295,10 +377,51 @@ func (c *consumer) run(ctx context.Context, limit int64) error {
 			}
 		}
 	}
+	if c.stopAtTarget && c.named {
+		// Records past e@TIME were read but not printed: the committed position is the target.
+		for p, end := range c.targets {
+			if c.pos[p] > end {
+				if serr := c.r.Seek(p, end); serr != nil && err == nil {
+					err = serr
+				}
+			}
+		}
+	}
 	if cerr := c.checkpoint(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// nullText is -Z's NULL.
+var nullText = []byte("NULL")
+
+// pastEnd says on standard error, for each partition where --from OFFSET begins past the log's
+// end (and the reader has no committed position), where the log ends and where the reset policy
+// moves the reader, since nothing is printed from there.
+func pastEnd(g *globals, t *commitlog.Topic, r *commitlog.Reader, committed map[int32]int64, offset int64, reset string) {
+	for p := range r.Positions() {
+		if _, ok := committed[p]; ok {
+			continue
+		}
+		part, err := t.Partition(p)
+		if err != nil {
+			continue
+		}
+		end, start := part.HighWatermark(), part.LogStartOffset()
+		if offset <= end {
+			continue
+		}
+		then := "the reader stops with an error (--reset none)"
+		switch reset {
+		case "earliest":
+			then = fmt.Sprintf("reading from the log start offset %d (--reset earliest)", start)
+		case "latest":
+			then = fmt.Sprintf("reading from the end, %d (--reset latest)", end)
+		}
+		fmt.Fprintf(g.io.err, "commitlog consume: %s-%d: offset %d is past the end of the log (log end offset %d, log start offset %d); %s\n",
+			t.Name(), p, offset, end, start, then)
+	}
 }
 
 // atEnd reports whether, under --exit-at-end, every partition reached its target. A position

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -51,7 +52,7 @@ only read. Exit code 1 when a file is damaged or cannot be read.`,
 			}
 			return nil
 		},
-		RunE: runE(func(cmd *cobra.Command, args []string) error { return dump(g, args, records) }),
+		RunE: runE(func(cmd *cobra.Command, args []string) error { return dump(cmd.Context(), g, args, records) }),
 	}
 	cmd.Flags().BoolVar(&records, "records", false, "print every record of each batch, key and value included")
 	cmd.Flags().BoolVar(&records, "print-data-log", false, "the same as --records (Kafka's name)")
@@ -92,7 +93,7 @@ func kindOf(path string) fileKind {
 	return kindUnknown
 }
 
-func dump(g *globals, files []string, records bool) error {
+func dump(ctx context.Context, g *globals, files []string, records bool) error {
 	for _, f := range files {
 		if kindOf(f) == kindUnknown {
 			return usageError("%s: not a .log, .index, .timeindex, .txnindex or .snapshot file, nor a commitlog state file", f)
@@ -103,6 +104,9 @@ func dump(g *globals, files []string, records bool) error {
 	damaged := 0
 	var failed []error
 	for _, path := range files {
+		if ctx.Err() != nil {
+			return errInterrupted // between files: a signal ends the dump
+		}
 		n, err := dumpFile(out, path, records)
 		damaged += n
 		if err != nil {
@@ -119,9 +123,9 @@ func dump(g *globals, files []string, records bool) error {
 		for _, err := range failed {
 			fmt.Fprintf(g.io.err, "commitlog dump: %s\n", oneLine(err.Error()))
 		}
-		return fmt.Errorf("%d of %d files could not be read; %d damaged places found in the others", len(failed), len(files), damaged)
+		return fmt.Errorf("%d of %s could not be read; %s found in the others", len(failed), count(len(files), "file", ""), count(damaged, "damaged place", ""))
 	case damaged > 0:
-		return fmt.Errorf("%d damaged places found (see the output)", damaged)
+		return fmt.Errorf("%s found (see the output)", count(damaged, "damaged place", ""))
 	}
 	return nil
 }
@@ -379,7 +383,7 @@ func dumpTimeIndex(w io.Writer, r io.ReaderAt, size, base int64, named bool) (in
 // latter is damage).
 func indexTail(w io.Writer, zeros, partial, entrySize int) int {
 	if zeros > 0 {
-		fmt.Fprintf(w, "(%d unused entries of zeros follow: the preallocated space of an index in use, or left by a crash)\n", zeros)
+		fmt.Fprintf(w, "(%s of zeros follow: the preallocated space of an index in use, or left by a crash)\n", count(zeros, "unused entry", "unused entries"))
 	}
 	if partial > 0 {
 		fmt.Fprintf(w, "damaged: %d bytes after the last whole %d-byte entry\n", partial, entrySize)

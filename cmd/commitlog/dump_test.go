@@ -268,7 +268,7 @@ func TestDumpDamagedTransactionFiles(t *testing.T) {
 			r := cliIn(t, dir, nil, "dump", "--records", tc.file)
 			require.Equal(t, 1, r.code)
 			require.Equal(t, tc.want, outLines(r.stdout))
-			require.Equal(t, "commitlog dump: 1 damaged places found (see the output)\n", r.stderr)
+			require.Equal(t, "commitlog dump: 1 damaged place found (see the output)\n", r.stderr)
 		})
 	}
 }

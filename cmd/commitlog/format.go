@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -118,4 +119,73 @@ func (f recordFormat) append(dst []byte, r *commitlog.Record) []byte {
 		}
 	}
 	return dst
+}
+
+// count writes n with the noun in its number: "1 record", "2 records", "0 records"; plural is
+// the noun's plural form, or "" for noun+"s".
+func count[N ~int | ~int32 | ~int64](n N, noun, plural string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if plural == "" {
+		plural = noun + "s"
+	}
+	return strconv.FormatInt(int64(n), 10) + " " + plural
+}
+
+// jsonEnvelope returns a record writer of kcat's -J output: one JSON object a line with the
+// fields topic, partition, offset, tstype ("create" or "logappend", the topic's
+// message.timestamp.type), ts (ms), broker (-1: the store has no broker id), headers (an array
+// of name, value, name, value, ..., only when the record has headers, as kcat), key and
+// payload (strings, or null for a null key or value).
+func jsonEnvelope(tt commitlog.TimestampType) func(dst []byte, r *commitlog.Record) []byte {
+	tstype := "create"
+	if tt == commitlog.LogAppendTime {
+		tstype = "logappend"
+	}
+	return func(dst []byte, r *commitlog.Record) []byte {
+		dst = append(dst, `{"topic":`...)
+		dst = appendJSONString(dst, r.Topic)
+		dst = append(dst, `,"partition":`...)
+		dst = strconv.AppendInt(dst, int64(r.Partition), 10)
+		dst = append(dst, `,"offset":`...)
+		dst = strconv.AppendInt(dst, r.Offset, 10)
+		dst = append(dst, `,"tstype":"`...)
+		dst = append(dst, tstype...)
+		dst = append(dst, `","ts":`...)
+		dst = strconv.AppendInt(dst, r.Timestamp.UnixMilli(), 10)
+		dst = append(dst, `,"broker":-1`...)
+		if len(r.Headers) > 0 {
+			dst = append(dst, `,"headers":[`...)
+			for i, h := range r.Headers {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = appendJSONString(dst, h.Key)
+				dst = append(dst, ',')
+				dst = appendJSONBytes(dst, h.Value)
+			}
+			dst = append(dst, ']')
+		}
+		dst = append(dst, `,"key":`...)
+		dst = appendJSONBytes(dst, r.Key)
+		dst = append(dst, `,"payload":`...)
+		dst = appendJSONBytes(dst, r.Value)
+		return append(dst, "}\n"...)
+	}
+}
+
+// appendJSONBytes writes b as a JSON string, or null for nil.
+func appendJSONBytes(dst, b []byte) []byte {
+	if b == nil {
+		return append(dst, "null"...)
+	}
+	return appendJSONString(dst, string(b))
+}
+
+// appendJSONString writes s as a JSON string (bytes that are not UTF-8 become U+FFFD, as
+// encoding/json writes them).
+func appendJSONString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s) // a string always marshals
+	return append(dst, b...)
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/commitlog-go/commitlog"
 	"github.com/commitlog-go/commitlog/group"
@@ -381,15 +382,15 @@ func deleteGroups(ctx context.Context, g *globals, ids []string) error {
 		if err := s.DeleteGroup(ctx, d.Group); err != nil {
 			return fmt.Errorf("delete group %s: %w", d.Group, err)
 		}
-		fmt.Fprintf(g.io.out, "deleted group %s and its committed positions in %d partitions\n", d.Group, len(d.Positions))
+		fmt.Fprintf(g.io.out, "deleted group %s and its committed positions in %s\n", d.Group, count(len(d.Positions), "partition", ""))
 	}
 	return s.Close()
 }
 
 // nonEmpty is the error for a group with members that an operation needs empty.
 func nonEmpty(d commitlog.GroupDescription, what string) error {
-	return fmt.Errorf("group %s is %s with %d members: it can be %s only when it has none (stop its members first)",
-		d.Group, d.State, len(d.Members), what)
+	return fmt.Errorf("group %s is %s with %s: it can be %s only when it has none (stop its members first)",
+		d.Group, d.State, count(len(d.Members), "member", ""), what)
 }
 
 type resetFlags struct {
@@ -398,20 +399,29 @@ type resetFlags struct {
 	toEarliest bool
 	toLatest   bool
 	toOffset   int64
+	toDatetime string
+	shiftBy    int64
 	execute    bool
 	dryRun     bool
+	// toOffsetSet and shiftBySet: --to-offset and --shift-by were given (0 is a value).
+	toOffsetSet, shiftBySet bool
+	at                      time.Time // --to-datetime, parsed
 }
 
 func newGroupsResetCommand(g *globals) *cobra.Command {
 	f := &resetFlags{}
 	cmd := &cobra.Command{
-		Use:   "reset-offsets GROUP (--topic T[:P,...]... | --all-topics) (--to-earliest | --to-latest | --to-offset N) [--execute]",
+		Use:   "reset-offsets GROUP (--topic T[:P,...]... | --all-topics) (--to-earliest | --to-latest | --to-offset N | --to-datetime T | --shift-by N) [--execute]",
 		Short: "Set an empty group's committed positions (a dry run unless --execute)",
 		Long: `Set a consumer group's committed positions, as kafka-consumer-groups.sh --reset-offsets does: in
 every partition of the topics given (--topic T, or --topic T:0,2 for some partitions; or
 --all-topics, the topics the group has committed positions in), to the log start offset
-(--to-earliest), the end (--to-latest, the high watermark), or an offset (--to-offset N, brought
-within the partition's start and end, with a warning, as Kafka does).
+(--to-earliest), the end (--to-latest, the high watermark), an offset (--to-offset N), the first
+offset whose record's timestamp is at or after a time (--to-datetime 2001-01-01T08:00:00.000, UTC
+unless it has a zone, or epoch milliseconds; the end when no record is that late), or the
+committed position moved by N (--shift-by N, negative to go back; a partition without a
+committed position is an error, as in Kafka). An offset outside the partition's start and end
+is brought within them, with a warning, as Kafka does.
 
 It prints the new positions (GROUP TOPIC PARTITION NEW-OFFSET). Without --execute it is a dry
 run: nothing changes. With --execute the positions are committed (an OffsetCommit from outside
@@ -424,18 +434,111 @@ A group with members, an unknown topic or partition, is a data problem: exit cod
   commitlog groups reset-offsets workers --all-topics --to-latest --execute`,
 		Args: cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
-			return resetOffsets(cmd.Context(), g, args[0], f, cmd.Flags().Changed("to-offset"))
+			f.toOffsetSet, f.shiftBySet = cmd.Flags().Changed("to-offset"), cmd.Flags().Changed("shift-by")
+			return resetOffsets(cmd.Context(), g, args[0], f)
 		}),
 	}
+	cmd.Flags().StringArrayVar(&f.topics, "topic", nil, "a topic to reset, T or T:P,P,... for some partitions (repeatable)")
+	cmd.Flags().BoolVar(&f.allTopics, "all-topics", false, "reset every topic the group has committed positions in")
+	resetTargetFlags(cmd, f)
+	return cmd
+}
+
+// resetTargetFlags adds the flags of kafka-consumer-groups.sh --reset-offsets.
+func resetTargetFlags(cmd *cobra.Command, f *resetFlags) {
 	fl := cmd.Flags()
-	fl.StringArrayVar(&f.topics, "topic", nil, "a topic to reset, T or T:P,P,... for some partitions (repeatable)")
-	fl.BoolVar(&f.allTopics, "all-topics", false, "reset every topic the group has committed positions in")
 	fl.BoolVar(&f.toEarliest, "to-earliest", false, "reset to the log start offset")
 	fl.BoolVar(&f.toLatest, "to-latest", false, "reset to the end (the high watermark)")
 	fl.Int64Var(&f.toOffset, "to-offset", 0, "reset to this offset")
+	fl.StringVar(&f.toDatetime, "to-datetime", "", "reset to the first offset at or after this time (YYYY-MM-DDTHH:mm:SS.sss, UTC unless a zone is given, or epoch ms)")
+	fl.Int64Var(&f.shiftBy, "shift-by", 0, "move the committed position by this many offsets (negative: back)")
 	fl.BoolVar(&f.execute, "execute", false, "commit the new positions (without it: a dry run)")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "only show the new positions (the default)")
-	return cmd
+}
+
+// checkReset checks the reset flags: one target, --topic or --all-topics, --execute or
+// --dry-run; it parses --to-datetime and the topics.
+func (f *resetFlags) check() ([]topicSpec, error) {
+	n := 0
+	for _, set := range []bool{f.toEarliest, f.toLatest, f.toOffsetSet, f.toDatetime != "", f.shiftBySet} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return nil, usageError("give one of --to-earliest, --to-latest, --to-offset, --to-datetime and --shift-by")
+	}
+	if (len(f.topics) > 0) == f.allTopics {
+		return nil, usageError("give --topic or --all-topics, one of them")
+	}
+	if f.execute && f.dryRun {
+		return nil, usageError("--execute and --dry-run: give one of them")
+	}
+	if f.toDatetime != "" {
+		at, err := parseDatetime(f.toDatetime)
+		if err != nil {
+			return nil, usageError("%v", err)
+		}
+		f.at = at
+	}
+	var specs []topicSpec
+	for _, t := range f.topics {
+		spec, err := parseTopicSpec(t)
+		if err != nil {
+			return nil, usageError("%v", err)
+		}
+		specs = append(specs, spec)
+	}
+	return specs, nil
+}
+
+// parseDatetime reads --to-datetime: kafka-consumer-groups' YYYY-MM-DDTHH:mm:SS.sss (UTC, or
+// with a zone: Z, +01:00), RFC 3339, or epoch milliseconds.
+func parseDatetime(s string) (time.Time, error) {
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.UnixMilli(ms), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.000", "2006-01-02T15:04:05", "2006-01-02T15:04:05.000Z07:00", "2006-01-02T15:04:05.000Z0700"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("--to-datetime %q: want YYYY-MM-DDTHH:mm:SS.sss (UTC unless a zone follows), RFC 3339, or epoch milliseconds", s)
+}
+
+// resetTarget returns the new position of partition id of t under f's target; cur is the
+// committed position (ok false: none). An offset outside the partition's log start offset and
+// high watermark is brought within them, saying so on standard error, as Kafka does.
+func resetTarget(g *globals, t *commitlog.Topic, id int32, f *resetFlags, cur int64, ok bool) (int64, error) {
+	p, err := t.Partition(id)
+	if err != nil {
+		return 0, fmt.Errorf("topic %s has no partition %d (it has %d)", t.Name(), id, t.PartitionCount())
+	}
+	start, end := p.LogStartOffset(), p.HighWatermark()
+	var off int64
+	switch {
+	case f.toEarliest:
+		return start, nil
+	case f.toLatest:
+		return end, nil
+	case f.toDatetime != "":
+		return p.OffsetForTime(f.at)
+	case f.shiftBySet:
+		if !ok {
+			return 0, fmt.Errorf("%s-%d: no committed position to shift (Kafka: cannot shift offset for a partition without one); use --to-offset", t.Name(), id)
+		}
+		off = cur + f.shiftBy
+	default:
+		off = f.toOffset
+	}
+	if off < start {
+		fmt.Fprintf(g.io.err, "%s-%d: new offset %d is below the log start offset; it is set to %d\n", t.Name(), id, off, start)
+		off = start
+	} else if off > end {
+		fmt.Fprintf(g.io.err, "%s-%d: new offset %d is past the end; it is set to %d\n", t.Name(), id, off, end)
+		off = end
+	}
+	return off, nil
 }
 
 // topicSpec is one --topic: a topic and some of its partitions (nil: all).
@@ -447,7 +550,7 @@ type topicSpec struct {
 func parseTopicSpec(s string) (topicSpec, error) {
 	name, parts, ok := strings.Cut(s, ":")
 	if name == "" {
-		return topicSpec{}, fmt.Errorf("--topic %q: want T or T:P,P,...", s)
+		return topicSpec{}, fmt.Errorf("--topic %q: want T, or T:P,P for some partitions", s)
 	}
 	spec := topicSpec{topic: name}
 	if !ok {
@@ -465,32 +568,13 @@ func parseTopicSpec(s string) (topicSpec, error) {
 	return spec, nil
 }
 
-func resetOffsets(ctx context.Context, g *globals, id string, f *resetFlags, toOffsetSet bool) error {
-	n := 0
-	for _, set := range []bool{f.toEarliest, f.toLatest, toOffsetSet} {
-		if set {
-			n++
-		}
-	}
-	if n != 1 {
-		return usageError("give one of --to-earliest, --to-latest and --to-offset")
-	}
-	if (len(f.topics) > 0) == f.allTopics {
-		return usageError("give --topic or --all-topics, one of them")
-	}
-	if f.execute && f.dryRun {
-		return usageError("--execute and --dry-run: give one of them")
+func resetOffsets(ctx context.Context, g *globals, id string, f *resetFlags) error {
+	specs, err := f.check()
+	if err != nil {
+		return err
 	}
 	if id == "" {
 		return usageError("the group id is empty")
-	}
-	var specs []topicSpec
-	for _, t := range f.topics {
-		spec, err := parseTopicSpec(t)
-		if err != nil {
-			return usageError("%v", err)
-		}
-		specs = append(specs, spec)
 	}
 
 	s, err := g.openStore(false)
@@ -522,6 +606,10 @@ func resetOffsets(ctx context.Context, g *globals, id string, f *resetFlags, toO
 		}
 	}
 
+	committed := map[commitlog.TopicPartition]int64{}
+	for _, p := range d.Positions {
+		committed[commitlog.TopicPartition{Topic: p.Topic, Partition: p.Partition}] = p.Offset
+	}
 	positions := map[commitlog.TopicPartition]int64{}
 	var order []commitlog.TopicPartition
 	for _, spec := range specs {
@@ -536,28 +624,12 @@ func resetOffsets(ctx context.Context, g *globals, id string, f *resetFlags, toO
 			}
 		}
 		for _, id := range parts {
-			p, err := t.Partition(id)
-			if err != nil {
-				return fmt.Errorf("topic %s has no partition %d (it has %d)", t.Name(), id, t.PartitionCount())
-			}
-			start, end := p.LogStartOffset(), p.HighWatermark()
-			var off int64
-			switch {
-			case f.toEarliest:
-				off = start
-			case f.toLatest:
-				off = end
-			default:
-				off = f.toOffset
-				if off < start {
-					fmt.Fprintf(g.io.err, "%s-%d: new offset %d is below the log start offset; it is set to %d\n", t.Name(), id, off, start)
-					off = start
-				} else if off > end {
-					fmt.Fprintf(g.io.err, "%s-%d: new offset %d is past the end; it is set to %d\n", t.Name(), id, off, end)
-					off = end
-				}
-			}
 			tp := commitlog.TopicPartition{Topic: t.Name(), Partition: id}
+			cur, ok := committed[tp]
+			off, err := resetTarget(g, t, id, f, cur, ok)
+			if err != nil {
+				return err
+			}
 			if _, dup := positions[tp]; !dup {
 				order = append(order, tp)
 			}

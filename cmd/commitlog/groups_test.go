@@ -266,6 +266,25 @@ func TestGroupsResetOffsets(t *testing.T) {
 		"workers  events  2          10              10              0    -            -",
 	}, describeWorkers())
 
+	// --shift-by moves each committed position; --to-datetime finds the first record at or after
+	// the time (every record here is younger than 2001); a shift below the log start offset is
+	// brought to it.
+	r = mustCLI(t, nil, "--dir", dir, "groups", "reset-offsets", "workers", "--all-topics", "--shift-by", "-3", "--execute")
+	require.Equal(t, []string{
+		"GROUP    TOPIC   PARTITION  NEW-OFFSET",
+		"workers  events  0          12",
+		"workers  events  1          9",
+		"workers  events  2          7",
+	}, outLines(r.stdout))
+	r = mustCLI(t, nil, "--dir", dir, "groups", "reset-offsets", "workers", "--topic", "events:0", "--to-datetime", "2001-01-01T00:00:00.000", "--execute")
+	require.Equal(t, []string{"GROUP    TOPIC   PARTITION  NEW-OFFSET", "workers  events  0          0"}, outLines(r.stdout))
+	r = mustCLI(t, nil, "--dir", dir, "groups", "reset-offsets", "workers", "--topic", "events:0", "--shift-by", "-1")
+	require.Equal(t, []string{"GROUP    TOPIC   PARTITION  NEW-OFFSET", "workers  events  0          0"}, outLines(r.stdout))
+	require.Equal(t, "events-0: new offset -1 is below the log start offset; it is set to 0\ndry run: nothing changed (add --execute to commit these positions)\n", r.stderr)
+	r = mustCLI(t, nil, "--dir", dir, "groups", "reset-offsets", "workers", "--topic", "events:1", "--to-datetime", "2999-01-01T00:00:00Z")
+	require.Equal(t, []string{"GROUP    TOPIC   PARTITION  NEW-OFFSET", "workers  events  1          12"}, outLines(r.stdout))
+	mustCLI(t, nil, "--dir", dir, "groups", "reset-offsets", "workers", "--all-topics", "--to-latest", "--execute")
+
 	// A group that does not exist is created with the positions.
 	mustCLI(t, nil, "--dir", dir, "groups", "reset-offsets", "audit", "--topic", "other", "--to-offset", "1", "--execute")
 	require.Equal(t, []string{
@@ -288,14 +307,16 @@ func TestGroupsResetOffsets(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"workers", "--topic", "events"}, 2, "give one of --to-earliest, --to-latest and --to-offset"},
-		{[]string{"workers", "--topic", "events", "--to-earliest", "--to-latest"}, 2, "give one of --to-earliest, --to-latest and --to-offset"},
+		{[]string{"workers", "--topic", "events"}, 2, "give one of --to-earliest, --to-latest, --to-offset, --to-datetime and --shift-by"},
+		{[]string{"workers", "--topic", "events", "--to-earliest", "--to-latest"}, 2, "give one of --to-earliest, --to-latest, --to-offset, --to-datetime and --shift-by"},
 		{[]string{"workers", "--to-earliest"}, 2, "give --topic or --all-topics, one of them"},
 		{[]string{"workers", "--topic", "events:x", "--to-earliest"}, 2, `--topic "events:x": "x" is not a partition number`},
 		{[]string{"workers", "--topic", "events", "--to-earliest", "--execute", "--dry-run"}, 2, "--execute and --dry-run: give one of them"},
 		{[]string{"workers", "--topic", "nope", "--to-earliest"}, 1, `unknown topic "nope"`},
 		{[]string{"workers", "--topic", "events:3", "--to-earliest"}, 1, "topic events has no partition 3 (it has 3)"},
 		{[]string{"fresh", "--all-topics", "--to-earliest"}, 1, "group fresh has no committed positions: name the topics with --topic"},
+		{[]string{"fresh", "--topic", "events", "--shift-by", "1"}, 1, "events-0: no committed position to shift"},
+		{[]string{"workers", "--topic", "events", "--to-datetime", "noon"}, 2, `--to-datetime "noon": want YYYY-MM-DDTHH:mm:SS.sss`},
 	} {
 		r := cli(t, nil, append([]string{"--dir", dir, "groups", "reset-offsets"}, c.args...)...)
 		require.Equal(t, c.code, r.code, "%v: %s", c.args, r.stderr)

@@ -10,7 +10,12 @@
 //	commitlog produce --topic T [flags] [FILE...]   records from lines, JSON lines or CSV
 //	commitlog consume --topic T [flags]             records, formatted (%t %p %o %k %s %T %h)
 //	commitlog topics [TOPIC...]                     offsets, open transactions, sizes, segments, compaction, readers' and groups' lag
+//	commitlog describe TOPIC | --reader NAME        partitions, offsets, sizes, configs with their source; a reader's lag
 //	commitlog groups [describe|delete|reset-offsets]  consumer groups: state, members, positions, lag
+//	commitlog readers reset-offsets NAME ...        set a named reader's positions (as kafka-consumer-groups --reset-offsets)
+//	commitlog alter-config TOPIC --add-config k=v   set or reset topic configs (kafka-configs --alter)
+//	commitlog delete-records TOPIC -p P --before N  move a partition's log start offset (kafka-delete-records)
+//	commitlog delete-topic TOPIC...                 delete topics (kafka-topics --delete)
 //	commitlog compact [TOPIC...]                    clean compacted topics now (cleanup.policy compact)
 //	commitlog dump [--records] FILE...              batches of .log files, entries of indexes and snapshots
 //	commitlog verify                                every segment, index and snapshot under --dir
@@ -22,9 +27,9 @@
 // parse, an I/O error), 2 a usage error (a bad flag, argument or value); a produce stopped by
 // Ctrl-C exits 130 after saying what it acknowledged. Errors are one line on standard error.
 //
-// The store is held by one process at a time (a directory lock): consume, topics, groups, compact,
-// produce and serve fail with a clear message while another process has it open; verify and dump only
-// read files and run at any time.
+// The store is held by one process at a time (a directory lock): every command but verify and dump
+// fails with a clear message while another process has it open; verify and dump only read files and
+// run at any time.
 package main
 
 import (
@@ -36,6 +41,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -56,6 +62,10 @@ const defaultDir = "./commitlog-data"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first SIGINT or SIGTERM asks the command to stop cleanly (each long command watches
+	// ctx); then the signals take their default action again, so that a second one ends the
+	// process at once, whatever it is doing.
+	go func() { <-ctx.Done(); stop() }()
 	// A closed pipe on standard output (consume | head) is then a write error, which consume
 	// takes as the end, closing the store cleanly, rather than a signal that kills the process.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
@@ -107,21 +117,52 @@ var errInterrupted = &exitError{code: exitInterrupted, err: errors.New("interrup
 type globals struct {
 	dir     string
 	verbose bool
+	quiet   bool
 	io      stdio
 }
 
-// logger returns the library's logger: warnings (recovery, rebuilt indexes) on standard error,
-// informational events too with --verbose.
+// logger returns the library's logger (WithLogger) and the command's: warnings (a recovery that
+// cut bytes, a corrupt batch, a retention that deleted records, records older than retention.ms)
+// on standard error, informational events too with --verbose, nothing with --quiet.
 func (g *globals) logger() *slog.Logger {
-	level := slog.LevelWarn
-	if g.verbose {
-		level = slog.LevelInfo
+	if g.quiet {
+		return slog.New(slog.DiscardHandler)
 	}
-	return slog.New(slog.NewTextHandler(g.io.err, &slog.HandlerOptions{Level: level}))
+	h := slog.NewTextHandler(g.io.err, &slog.HandlerOptions{Level: slog.LevelInfo})
+	if g.verbose {
+		return slog.New(h)
+	}
+	return slog.New(&warnHandler{Handler: h})
+}
+
+// deletedData are the messages of the store's informational events that delete records: the
+// command shows them by default, with the warnings, since they change what a reader can read.
+var deletedData = map[string]bool{
+	"retention deleted segment": true, // retention.go: retention.ms or retention.bytes
+}
+
+// warnHandler passes warnings and errors, and the informational events in deletedData.
+type warnHandler struct{ slog.Handler }
+
+func (h *warnHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < slog.LevelWarn && !deletedData[r.Message] {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *warnHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &warnHandler{Handler: h.Handler.WithAttrs(attrs)}
+}
+
+func (h *warnHandler) WithGroup(name string) slog.Handler {
+	return &warnHandler{Handler: h.Handler.WithGroup(name)}
 }
 
 // run executes the command line args and returns the exit code.
 func run(ctx context.Context, args []string, sio stdio) int {
+	out := &pipeWriter{w: sio.out}
+	sio.out = out
 	g := &globals{io: sio}
 	root := newRootCommand(g)
 	root.SetArgs(args)
@@ -129,7 +170,8 @@ func run(ctx context.Context, args []string, sio stdio) int {
 	root.SetOut(sio.out)
 	root.SetErr(sio.err)
 	cmd, err := root.ExecuteContextC(ctx)
-	if err == nil {
+	if err == nil || out.closed.Load() && errors.Is(err, syscall.EPIPE) {
+		// A closed standard output (dump | head) ends the command quietly, as it ends cat.
 		return exitOK
 	}
 	code := exitUsage // errors cobra returns itself are about the command line
@@ -150,6 +192,21 @@ func run(ctx context.Context, args []string, sio stdio) int {
 	}
 	fmt.Fprintf(sio.err, "%s: %s\n", name, msg)
 	return code
+}
+
+// pipeWriter is standard output, noting whether a write found it closed (EPIPE: the reader of a
+// pipe went away), which ends a command quietly rather than as a failure.
+type pipeWriter struct {
+	w      io.Writer
+	closed atomic.Bool
+}
+
+func (p *pipeWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	if errors.Is(err, syscall.EPIPE) {
+		p.closed.Store(true)
+	}
+	return n, err
 }
 
 // oneLine joins the lines of a multi-line message (errors.Join's) with "; " and drops the
@@ -177,14 +234,17 @@ error), 2 a usage error. Errors are one line on standard error.`,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return usageError("missing command: one of produce, consume, topics, groups, compact, dump, verify, serve, mirror")
+			return usageError("missing command: one of produce, consume, topics, describe, groups, readers, alter-config, delete-records, delete-topic, compact, dump, verify, serve, mirror")
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.PersistentFlags().StringVar(&g.dir, "dir", defaultDir, "the store's directory")
-	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log informational events of the store (recovery, retention) to standard error")
+	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log informational events of the store (recovery, retention) to standard error, beside its warnings")
+	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "log nothing of the store's, not even its warnings (errors are still reported)")
+	root.MarkFlagsMutuallyExclusive("verbose", "quiet")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError("%v", err) })
 	root.AddCommand(newProduceCommand(g), newConsumeCommand(g), newTopicsCommand(g), newGroupsCommand(g), newCompactCommand(g), newDumpCommand(g), newVerifyCommand(g), newServeCommand(g), newMirrorCommand(g))
+	root.AddCommand(newDescribeCommand(g), newDeleteTopicCommand(g), newAlterConfigCommand(g), newDeleteRecordsCommand(g), newReadersCommand(g))
 	return root
 }
 

@@ -296,7 +296,7 @@ loop:
 			}
 			if g.io.errIsTerm && now.Sub(lastTime) >= mirrorProgressInterval {
 				rate := float64(records-lastRecords) / now.Sub(lastTime).Seconds()
-				fmt.Fprintf(g.io.err, "\r\x1b[K%s: %d records, %.0f records/s, lag %s", job.verb, records, rate, lagString(lag))
+				fmt.Fprintf(g.io.err, "\r\x1b[K%s: %s, %.0f records/s, lag %s", job.verb, count(records, "record", ""), rate, lagString(lag))
 				drawn = true
 				lastTime, lastRecords = now, records
 			}
@@ -310,8 +310,8 @@ loop:
 	}
 	records, lag, _ := job.progress()
 	elapsed := time.Since(began)
-	fmt.Fprintf(g.io.err, "commitlog mirror %s: stopped; %d records in %s (%.0f records/s), lag %s\n",
-		job.verb, records, elapsed.Round(time.Millisecond), float64(records)/max(elapsed.Seconds(), 1e-9), lagString(lag))
+	fmt.Fprintf(g.io.err, "commitlog mirror %s: stopped; %s in %s (%.0f records/s), lag %s\n",
+		job.verb, count(records, "record", ""), elapsed.Round(time.Millisecond), float64(records)/max(elapsed.Seconds(), 1e-9), lagString(lag))
 	return nil
 }
 

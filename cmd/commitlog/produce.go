@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -40,6 +41,9 @@ type produceFlags struct {
 	printOffsets   bool
 	batchRecords   int
 	batchBytes     string
+	create         bool
+	headers        []string
+	nullEmpty      bool
 	// compaction
 	cleanupPolicy    string
 	dirtyRatio       float64
@@ -55,8 +59,13 @@ func newProduceCommand(g *globals) *cobra.Command {
 		Use:   "produce --topic T [flags] [FILE...]",
 		Short: "Append records read from files or standard input, one per line",
 		Long: `Append records to a topic, one per input line, from the files given (standard input when
-none, or "-"); gzip-compressed input is read transparently. The topic is created when missing,
-with the partition count and configuration given; an existing topic keeps its own.
+none, or "-"); gzip-compressed input is read transparently. A missing topic is created, with the
+partition count and configuration given, when the first record is appended (at once with
+--create): input that fails before any record, or no input, creates nothing. An existing topic
+keeps its own configuration.
+
+As kcat's producer: -H name=value adds a header to every record (repeatable), -Z makes an empty
+value a null one (a tombstone on a compacted topic), -K is the key delimiter.
 
 Formats:
   lines  the key is the text before the first --key-delim and the value the text after it
@@ -82,7 +91,9 @@ terminal a progress bar shows while it runs.
 
 Retention runs while produce does (every 5 minutes, as Kafka's broker): a topic created with
 Kafka's default --retention 7d drops sealed segments whose records are all older than 7 days by
-their timestamps. For historical data give --retention forever.
+their timestamps. For historical data give --retention forever: records older than the topic's
+retention.ms get a warning (once) on standard error, since the next retention check deletes
+them.
 
 Compaction (Kafka's cleanup.policy): a topic created with --cleanup-policy compact keeps at
 least the latest record of every key and removes older ones (compact,delete also deletes by
@@ -112,6 +123,9 @@ cleaners clean its partitions once their dirty ratio reaches --min-cleanable-dir
 	fl.BoolVar(&f.printOffsets, "print-offsets", false, `print "partition offset" for each record once it is acknowledged`)
 	fl.IntVar(&f.batchRecords, "batch-records", defaultBatchRecords, "most records per append, per partition of the topic")
 	fl.StringVar(&f.batchBytes, "batch-bytes", "1MiB", "most bytes of keys and values per append, per partition of the topic")
+	fl.BoolVar(&f.create, "create", false, "create the topic at once when it is missing, even if no record is appended")
+	fl.StringArrayVarP(&f.headers, "header", "H", nil, "a header name=value on every record (kcat's -H; repeatable)")
+	fl.BoolVarP(&f.nullEmpty, "null-empty", "Z", false, "an empty value is a null value (kcat's -Z)")
 	fl.StringVar(&f.cleanupPolicy, "cleanup-policy", "delete", "cleanup.policy of a new topic: delete, compact or compact,delete")
 	fl.Float64Var(&f.dirtyRatio, "min-cleanable-dirty-ratio", commitlog.DefaultMinCleanableDirtyRatio, "min.cleanable.dirty.ratio of a new topic: the dirty fraction, in (0, 1], at which the background cleaner cleans a partition")
 	fl.StringVar(&f.deleteRetention, "delete-retention", "24h", "delete.retention.ms of a new topic: how long a tombstone stays after the clean that first kept it (a duration, 0: removed by the next clean)")
@@ -135,6 +149,9 @@ type produceConfig struct {
 	// (ErrKeylessRecord).
 	policy commitlog.CleanupPolicy
 	topic  string
+	// headers are -H's, on every record; nullEmpty is -Z.
+	headers   []commitlog.Header
+	nullEmpty bool
 }
 
 func (f *produceFlags) check() (*produceConfig, error) {
@@ -155,9 +172,17 @@ func (f *produceFlags) check() (*produceConfig, error) {
 	if f.timeLayout != "" && f.timeField == "" {
 		return nil, usageError("--time-layout needs --time-field")
 	}
-	if f.partitions < 1 {
-		return nil, usageError("--partitions %d: want at least 1", f.partitions)
+	if f.partitions < 1 || f.partitions > commitlog.MaxPartitions {
+		return nil, usageError("--partitions %d: a topic has 1 to %d partitions (commitlog.MaxPartitions, Kafka's guidance per broker)", f.partitions, commitlog.MaxPartitions)
 	}
+	for _, h := range f.headers {
+		name, value, ok := strings.Cut(h, "=")
+		if !ok || name == "" {
+			return nil, usageError("--header %q: want name=value", h)
+		}
+		c.headers = append(c.headers, commitlog.Header{Key: name, Value: []byte(value)})
+	}
+	c.nullEmpty = f.nullEmpty
 	switch f.sync {
 	case "always":
 		c.sync = commitlog.SyncAlways
@@ -248,8 +273,8 @@ func (b *batch) reset() {
 	b.recs, b.ptrs, b.arena, b.bytes, b.err = b.recs[:0], b.ptrs[:0], b.arena[:0], 0, nil
 }
 
-// add copies p into the batch.
-func (b *batch) add(p *parsed) {
+// add copies p into the batch, with cfg's headers and, under -Z, an empty value made null.
+func (b *batch) add(p *parsed, cfg *produceConfig) {
 	start := len(b.arena)
 	b.arena = append(b.arena, p.key...)
 	b.arena = append(b.arena, p.value...)
@@ -258,7 +283,10 @@ func (b *batch) add(p *parsed) {
 		key = b.arena[start : start+len(p.key) : start+len(p.key)]
 	}
 	value := b.arena[start+len(p.key) : len(b.arena) : len(b.arena)]
-	rec := commitlog.Record{Key: key, Value: value}
+	if len(value) == 0 && cfg.nullEmpty {
+		value = nil
+	}
+	rec := commitlog.Record{Key: key, Value: value, Headers: cfg.headers}
 	if p.hasTime {
 		rec.Timestamp = time.UnixMilli(p.ts)
 	}
@@ -285,20 +313,57 @@ func produce(cmd *cobra.Command, g *globals, f *produceFlags, args []string) err
 		return err
 	}
 	defer s.Close()
-	t, err := s.Topic(f.topic)
-	if errors.Is(err, commitlog.ErrUnknownTopic) {
-		t, err = s.CreateTopic(f.topic, cfg.topicCfg)
+	// A missing topic is created with the first append (or now, with --create), so that input
+	// that fails first, or none, leaves no topic behind.
+	create := func() (*commitlog.Topic, error) {
+		t, err := s.CreateTopic(f.topic, cfg.topicCfg)
 		if errors.Is(err, commitlog.ErrInvalidTopicName) || errors.Is(err, commitlog.ErrInvalidConfig) {
+			return nil, usageError("%s", oneLine(err.Error()))
+		}
+		return t, err
+	}
+	// A new topic stores only the configs given (kafka-configs --describe: DYNAMIC_TOPIC_CONFIG);
+	// the flags' defaults are Kafka's, which a zero field takes.
+	retention := cfg.topicCfg.RetentionDuration
+	for flag, field := range map[string]func(*commitlog.TopicConfig){
+		"segment-bytes":             func(c *commitlog.TopicConfig) { c.SegmentBytes = 0 },
+		"retention":                 func(c *commitlog.TopicConfig) { c.RetentionDuration = 0 },
+		"retention-bytes":           func(c *commitlog.TopicConfig) { c.RetentionBytes = 0 },
+		"min-cleanable-dirty-ratio": func(c *commitlog.TopicConfig) { c.MinCleanableDirtyRatio = 0 },
+		"delete-retention":          func(c *commitlog.TopicConfig) { c.DeleteRetention = 0 },
+		"min-compaction-lag":        func(c *commitlog.TopicConfig) { c.MinCompactionLag = 0 },
+		"max-compaction-lag":        func(c *commitlog.TopicConfig) { c.MaxCompactionLag = 0 },
+	} {
+		if !cmd.Flags().Changed(flag) {
+			field(&cfg.topicCfg)
+		}
+	}
+	topicCfg := cfg.topicCfg
+	t, err := s.Topic(f.topic)
+	switch {
+	case errors.Is(err, commitlog.ErrUnknownTopic):
+		if err := commitlog.CheckTopicName(f.topic); err != nil {
 			return usageError("%s", oneLine(err.Error()))
 		}
-	} else if err == nil {
+		t, err = nil, nil
+		if f.create {
+			t, err = create()
+		}
+	case err == nil:
 		warnKeptConfig(g, cmd, t, cfg.topicCfg)
 	}
 	if err != nil {
 		return err
 	}
-	cfg.policy, cfg.topic = t.Config().CleanupPolicy, t.Name()
-	n := int(t.PartitionCount())
+	if t != nil {
+		topicCfg = t.Config()
+		retention = topicCfg.RetentionDuration
+	}
+	cfg.policy, cfg.topic = topicCfg.CleanupPolicy, f.topic
+	n := int(topicCfg.Partitions)
+	if t != nil {
+		n = int(t.PartitionCount())
+	}
 	cfg.batchRecords = min(cfg.batchRecords*n, 1<<20)
 	cfg.batchBytes = min(cfg.batchBytes*n, 1<<30)
 
@@ -331,7 +396,11 @@ func produce(cmd *cobra.Command, g *globals, f *produceFlags, args []string) err
 	for range cap(free) {
 		free <- &batch{}
 	}
-	maxLine := t.Config().MaxMessageBytes
+	maxLine := topicCfg.MaxMessageBytes
+	if maxLine == 0 {
+		maxLine = commitlog.DefaultMaxMessageBytes
+	}
+	old := oldRecords{retention: retention, log: g.logger(), topic: f.topic}
 	readCtx, stopReading := context.WithCancel(ctx)
 	defer stopReading()
 	go func() {
@@ -363,6 +432,12 @@ loop:
 			for i := range b.recs {
 				b.ptrs = append(b.ptrs, &b.recs[i])
 			}
+			if t == nil {
+				if t, err = create(); err != nil {
+					return err
+				}
+			}
+			old.check(b.recs, time.Now())
 			// Not ctx: an append that began is finished, so that what it acknowledges is known.
 			if err := t.Append(context.WithoutCancel(ctx), b.ptrs...); err != nil {
 				return fmt.Errorf("append to %s: %w", f.topic, err)
@@ -405,8 +480,8 @@ loop:
 	if elapsed < time.Second {
 		shown = elapsed.Round(10 * time.Microsecond)
 	}
-	fmt.Fprintf(g.io.err, "produced %d records (%s) to %s in %s: %.0f records/s, %s/s\n",
-		records, formatBytes(bytes), f.topic, shown, rate, formatBytes(int64(float64(bytes)/max(elapsed.Seconds(), 1e-9))))
+	fmt.Fprintf(g.io.err, "produced %s (%s) to %s in %s: %.0f records/s, %s/s\n",
+		count(records, "record", ""), formatBytes(bytes), f.topic, shown, rate, formatBytes(int64(float64(bytes)/max(elapsed.Seconds(), 1e-9))))
 	if inputErr != nil {
 		return inputErr
 	}
@@ -509,7 +584,7 @@ func readInputs(ctx context.Context, ins []*input, cfg *produceConfig, maxLine i
 				send()
 				return
 			}
-			b.add(&p)
+			b.add(&p, cfg)
 			if len(b.recs) >= cfg.batchRecords || len(b.arena) >= cfg.batchBytes {
 				if !send() || !take() {
 					lr.close()
@@ -528,3 +603,31 @@ type keylessError struct{ msg string }
 
 func (e *keylessError) Error() string { return e.msg }
 func (e *keylessError) Unwrap() error { return commitlog.ErrKeylessRecord }
+
+// oldRecords warns, once per produce, of records older than the topic's retention.ms: the next
+// retention check (every 5 minutes while the store is open, as Kafka's
+// log.retention.check.interval.ms) deletes the segments that hold only such records, as Kafka
+// deletes them by their timestamps.
+type oldRecords struct {
+	retention time.Duration // retention.ms; negative: forever
+	log       *slog.Logger
+	topic     string
+	warned    bool
+}
+
+// check warns if a record of recs, stamped by the input, is older than now minus retention.ms.
+func (o *oldRecords) check(recs []commitlog.Record, now time.Time) {
+	if o.warned || o.retention <= 0 {
+		return
+	}
+	limit := now.Add(-o.retention)
+	for i := range recs {
+		ts := recs[i].Timestamp
+		if !ts.IsZero() && ts.Before(limit) {
+			o.warned = true
+			o.log.Warn("records older than the topic's retention.ms: the next retention check deletes them (give --retention forever, or 'commitlog alter-config "+o.topic+" --add-config retention.ms=-1')",
+				"topic", o.topic, "retention.ms", o.retention.Milliseconds(), "timestamp", ts.UTC().Format(time.RFC3339Nano))
+			return
+		}
+	}
+}

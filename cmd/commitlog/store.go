@@ -39,6 +39,9 @@ func (g *globals) openStore(create bool, opts ...commitlog.Option) (*commitlog.S
 
 // topic returns the topic name of s, with a message naming the topics there are when it is not.
 func topicOf(s *commitlog.Store, name string) (*commitlog.Topic, error) {
+	if err := commitlog.CheckTopicName(name); err != nil {
+		return nil, usageError("%s", oneLine(err.Error())) // no topic could have the name
+	}
 	t, err := s.Topic(name)
 	if errors.Is(err, commitlog.ErrUnknownTopic) {
 		have := s.Topics()

@@ -16,7 +16,8 @@ import (
 )
 
 func newTopicsCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "topics [TOPIC...]",
 		Short: "List topics: per partition, offsets, open transactions, size, segments, compaction and each named reader's lag; per topic, each group's lag",
 		Long: `List the store's topics (or those named): per partition, the log start offset (the oldest
@@ -34,12 +35,21 @@ Under a topic's partitions, when consumer groups have committed positions in it,
 line "groups (total lag):" names each such group with its lag summed over the topic's partitions
 it has a position in (the end minus the committed position, 0 for a position at or past the
 end, as 'commitlog groups describe' shows per partition). The store must not be open in another
-process.`,
-		RunE: runE(func(cmd *cobra.Command, args []string) error { return topics(g, args) }),
+process.
+
+--output json prints one JSON document with the same fields (see topicsJSON).`,
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			return topics(g, args, output)
+		}),
 	}
+	outputFlag(cmd, &output)
+	return cmd
 }
 
-func topics(g *globals, names []string) error {
+func topics(g *globals, names []string, output string) error {
 	s, err := g.openStore(false)
 	if err != nil {
 		return err
@@ -72,6 +82,9 @@ func topics(g *globals, names []string) error {
 			return err
 		}
 		ts = append(ts, t)
+	}
+	if output == "json" {
+		return topicsJSON(g, ts, positions, groupLag)
 	}
 	if len(ts) == 0 {
 		fmt.Fprintf(g.io.err, "no topics in %s\n", s.Dir())

@@ -202,3 +202,69 @@ func FuzzDump(f *testing.F) {
 		dumpSnapshot(io.Discard, r, int64(len(data)), "f.snapshot")
 	})
 }
+
+// TestCount: a count's noun agrees with its number.
+func TestCount(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+	}{
+		{count(0, "record", ""), "0 records"},
+		{count(1, "record", ""), "1 record"},
+		{count(int64(2), "record", ""), "2 records"},
+		{count(int32(1), "batch", "batches"), "1 batch"},
+		{count(3, "batch", "batches"), "3 batches"},
+		{count(1, "unused entry", "unused entries"), "1 unused entry"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
+
+// TestLoggerShowsDeletedData: by default the command's logger shows the store's warnings and
+// the segments retention deleted (records gone), not its other informational events; -v shows
+// them all, -q none.
+func TestLoggerShowsDeletedData(t *testing.T) {
+	for _, c := range []struct {
+		verbose, quiet bool
+		deleted        bool
+	}{
+		{deleted: true},
+		{verbose: true, deleted: true},
+		{quiet: true},
+	} {
+		var errb bytes.Buffer
+		g := &globals{verbose: c.verbose, quiet: c.quiet, io: stdio{err: &errb}}
+		now := time.UnixMilli(1_000_000_000_000)
+		s, err := commitlog.Open(filepath.Join(t.TempDir(), "store"), commitlog.WithLogger(g.logger()),
+			commitlog.WithClock(func() time.Time { return now }), commitlog.WithRetentionCheckInterval(-1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp, err := s.CreateTopic("old", commitlog.TopicConfig{Partitions: 1, LogConfig: commitlog.LogConfig{
+			RetentionDuration: time.Hour, SegmentBytes: 1024}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 40 {
+			rec := &commitlog.Record{Value: bytes.Repeat([]byte{'x'}, 100), Timestamp: now.Add(-2*time.Hour + time.Duration(i)*time.Millisecond)}
+			if err := tp.Append(context.Background(), rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n, err := s.ApplyRetention()
+		if err != nil || n == 0 {
+			t.Fatalf("ApplyRetention = %d, %v; want segments deleted", n, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		out := errb.String()
+		if got := strings.Count(out, `level=INFO msg="retention deleted segment"`); (got == n) != c.deleted || (got == 0) == c.deleted {
+			t.Errorf("verbose %t quiet %t: %d lines of deleted segments (of %d deleted), want them: %t\n%s", c.verbose, c.quiet, got, n, c.deleted, out)
+		}
+		if got := strings.Contains(out, `msg="log start offset advanced"`) || strings.Contains(out, "msg=\"became leader\""); got && !c.verbose {
+			t.Errorf("verbose %t quiet %t: other informational events shown\n%s", c.verbose, c.quiet, out)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +23,8 @@ import (
 )
 
 func newVerifyCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Check every segment and index under --dir, changing nothing",
 		Long: `Check every partition folder of the store in --dir (or --dir itself when it is one partition's
@@ -56,10 +58,37 @@ Files are only read: verify may run on a store another process has open, though 
 process is writing may show as an incomplete batch.
 
 Prints one line per problem (file, position, offset, what is wrong) and a summary on standard
-error. Exit code 0 when everything is sound, 1 when a problem was found.`,
+error; with --output json, one JSON document instead of the lines: the counts (partitions,
+internal_partitions, segments, batches, records) and the problems (file, position, offset (-1:
+unknown), what). Exit code 0 when everything is sound, 1 when a problem was found.`,
 		Args: cobra.NoArgs,
-		RunE: runE(func(cmd *cobra.Command, args []string) error { return verify(g) }),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			return verify(cmd.Context(), g, output == "json")
+		}),
 	}
+	outputFlag(cmd, &output)
+	return cmd
+}
+
+// verifyReport is verify --output json's document.
+type verifyReport struct {
+	Dir                string          `json:"dir"`
+	Partitions         int64           `json:"partitions"`
+	InternalPartitions int64           `json:"internal_partitions"`
+	Segments           int64           `json:"segments"`
+	Batches            int64           `json:"batches"`
+	Records            int64           `json:"records"`
+	Problems           []verifyProblem `json:"problems"`
+}
+
+type verifyProblem struct {
+	File     string `json:"file"`
+	Position int64  `json:"position"`
+	Offset   int64  `json:"offset"`
+	What     string `json:"what"`
 }
 
 // problem is one thing verify found wrong.
@@ -79,8 +108,13 @@ func (p problem) String() string {
 }
 
 type verifier struct {
+	ctx      context.Context // a signal ends the check between partitions
 	out      io.Writer
 	problems int
+	// collected holds the problems, for --output json, when collect is set; otherwise each is
+	// printed as found.
+	collect   bool
+	collected []verifyProblem
 
 	partitions, segments, batches, records int64
 	internal                               int64 // of the partitions, the coordinator's logs
@@ -88,10 +122,14 @@ type verifier struct {
 
 func (v *verifier) report(p problem) {
 	v.problems++
+	if v.collect {
+		v.collected = append(v.collected, verifyProblem{File: p.file, Position: p.pos, Offset: p.offset, What: p.what})
+		return
+	}
 	fmt.Fprintln(v.out, p)
 }
 
-func verify(g *globals) error {
+func verify(ctx context.Context, g *globals, asJSON bool) error {
 	info, err := os.Stat(g.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("no store at %s (set --dir)", g.dir)
@@ -102,7 +140,7 @@ func verify(g *globals) error {
 	if !info.IsDir() {
 		return fmt.Errorf("%s is not a directory", g.dir)
 	}
-	v := &verifier{out: g.io.out}
+	v := &verifier{ctx: ctx, out: g.io.out, collect: asJSON}
 	entries, err := os.ReadDir(g.dir)
 	if err != nil {
 		return err
@@ -115,13 +153,23 @@ func verify(g *globals) error {
 	} else if err := v.store(g.dir, entries); err != nil {
 		return err
 	}
-	parts := fmt.Sprintf("%d partitions", v.partitions)
+	parts := count(v.partitions, "partition", "")
 	if v.internal > 0 {
 		parts += fmt.Sprintf(" (%d of them the transaction coordinator's internal logs)", v.internal)
 	}
-	summary := fmt.Sprintf("verified %s, %d segments, %d batches, %d records in %s", parts, v.segments, v.batches, v.records, g.dir)
+	if asJSON {
+		rep := verifyReport{Dir: g.dir, Partitions: v.partitions, InternalPartitions: v.internal, Segments: v.segments,
+			Batches: v.batches, Records: v.records, Problems: v.collected}
+		if rep.Problems == nil {
+			rep.Problems = []verifyProblem{}
+		}
+		if err := writeJSON(g.io.out, rep); err != nil {
+			return err
+		}
+	}
+	summary := fmt.Sprintf("verified %s, %s, %s, %s in %s", parts, count(v.segments, "segment", ""), count(v.batches, "batch", "batches"), count(v.records, "record", ""), g.dir)
 	if v.problems > 0 {
-		return dataError(fmt.Errorf("%s: %d problems", summary, v.problems))
+		return dataError(fmt.Errorf("%s: %s", summary, count(v.problems, "problem", "")))
 	}
 	fmt.Fprintf(g.io.err, "%s: no problems\n", summary)
 	return nil
@@ -236,6 +284,9 @@ type batchInfo struct {
 // partition checks one partition's folder: its segments in offset order, their indexes, and its
 // state file.
 func (v *verifier) partition(dir string) error {
+	if v.ctx.Err() != nil {
+		return errInterrupted
+	}
 	v.partitions++
 	entries, err := os.ReadDir(dir)
 	if err != nil {

@@ -312,7 +312,7 @@ func TestVerifyTransactionFiles(t *testing.T) {
 			require.Equal(t, state, treeState(t, dir), "verify changed the store")
 			require.Equal(t, 1, r.code)
 			require.Equal(t, []string{want}, outLines(r.stdout))
-			require.Equal(t, []string{fmt.Sprintf("commitlog verify: verified 3 partitions (2 of them the transaction coordinator's internal logs), 3 segments, 12 batches, 13 records in %s: 1 problems", dir)},
+			require.Equal(t, []string{fmt.Sprintf("commitlog verify: verified 3 partitions (2 of them the transaction coordinator's internal logs), 3 segments, 12 batches, 13 records in %s: 1 problem", dir)},
 				outLines(r.stderr))
 		})
 	}

@@ -89,6 +89,10 @@ func run(ctx context.Context, path string, w io.Writer) error {
 		return err
 	}
 	defer s.Close()
+	// retention.ms -1 (RetentionDuration < 0: keep forever): the flights are from 2001, and under
+	// Kafka's default retention.ms of 7 days the first retention check (ApplyRetention, or the
+	// store's background check every 5 minutes) would delete every sealed segment of them, by
+	// their timestamps, as Kafka would.
 	t, err := s.CreateTopic("flights", commitlog.TopicConfig{Partitions: partitions,
 		LogConfig: commitlog.LogConfig{Compression: commitlog.CompressionLZ4, RetentionDuration: -1}})
 	if err != nil {
