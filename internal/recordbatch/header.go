@@ -252,6 +252,12 @@ func PartitionLeaderEpochOf(b []byte) int32 {
 	return int32(binary.BigEndian.Uint32(b[posLeaderEpoch:]))
 }
 
+// RecordCountOf returns the RecordCount of the batch starting b, whose header the caller has
+// checked (len(b) >= HeaderSize).
+func RecordCountOf(b []byte) int32 {
+	return int32(binary.BigEndian.Uint32(b[posRecordCount:]))
+}
+
 // SetPartitionLeaderEpoch overwrites the PartitionLeaderEpoch of the batch starting b; the CRC
 // does not cover it.
 func SetPartitionLeaderEpoch(b []byte, epoch int32) {
