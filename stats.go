@@ -409,7 +409,8 @@ func (t *Topic) Stats() TopicStats {
 // the lag of the named readers' committed positions and of the consumer groups'. It reads each
 // named reader's positions file; a file it cannot read leaves that reader out, and Stats returns
 // the rest with an error naming it (ErrCorrupt for a damaged file). The internal logs
-// (__consumer_offsets, __transaction_state) are not among the topics. ErrClosed after Close.
+// (__consumer_offsets, __transaction_state) are not among the topics. ErrClosed, and no figures,
+// after Close.
 func (s *Store) Stats() (StoreStats, error) {
 	s.mu.RLock()
 	if s.closed {
@@ -458,7 +459,7 @@ func (s *Store) Stats() (StoreStats, error) {
 	var errs []error
 	names, err := s.Readers()
 	if err != nil {
-		return StoreStats{}, err
+		errs = append(errs, fmt.Errorf("named readers: %w", err))
 	}
 	for _, name := range names {
 		pos, err := s.readCommitted(name)
