@@ -294,18 +294,19 @@ type logStats struct {
 	cleanerLast, cleanerLastNs atomic.Int64 // the last run's start (Unix ns by the log's clock) and duration
 }
 
-// countFetch counts a fetch that returned the back-to-back batches b. The headers are trusted
-// as far as they parse: a short or damaged tail is not counted as batches.
+// countFetch counts a fetch that returned the back-to-back batches b, as the log's reads return
+// them (whole, checked): the walk reads each header's length and record count only. A length that
+// does not fit what is left ends the walk; the bytes count whole.
 func (s *logStats) countFetch(b []byte) {
 	var batches, records int64
-	for n := 0; len(b)-n >= recordbatch.HeaderSize; {
-		h, err := recordbatch.ParseHeader(b[n:], 0)
-		if err != nil || h.Size() > len(b)-n {
+	for n := int64(0); int64(len(b))-n >= recordbatch.HeaderSize; {
+		size := recordbatch.SizeOf(b[n:])
+		if size < recordbatch.HeaderSize || size > int64(len(b))-n {
 			break
 		}
 		batches++
-		records += int64(h.RecordCount)
-		n += h.Size()
+		records += int64(recordbatch.RecordCountOf(b[n:]))
+		n += size
 	}
 	s.fetched.add(1, batches, records, int64(len(b)))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
+	"github.com/commitlog-go/commitlog/internal/recordbatch"
 )
 
 // kvBatchSize is the stored size of a batch of n records with a one-byte key and value, all of
@@ -353,4 +354,24 @@ func TestFlushBucketBounds(t *testing.T) {
 		counts[i] = fmt.Sprint(b.Count)
 	}
 	require.Equal(t, []string{"2", "3", "3", "3", "3", "4", "4", "4", "4", "4", "4", "4", "4", "4", "4", "4"}, counts)
+}
+
+// BenchmarkCountFetch: the fetch counters' walk over what a fetch returns, 1 MiB of 70-byte
+// batches (one small record each), the worst case for a walk by batch.
+func BenchmarkCountFetch(b *testing.B) {
+	one := kvBatchSize(1)
+	var buf []byte
+	for i := int64(0); int64(len(buf))+one <= 1<<20; i++ {
+		enc, err := recordbatch.Encode(nil, recordbatch.Header{BaseOffset: i, BaseTimestamp: testEpoch.UnixMilli(),
+			MaxTimestamp: testEpoch.UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+			[]recordbatch.Record{{Key: []byte("k"), Value: []byte("v")}})
+		require.NoError(b, err)
+		buf = append(buf, enc...)
+	}
+	var s logStats
+	b.SetBytes(int64(len(buf)))
+	for b.Loop() {
+		s.countFetch(buf)
+	}
+	b.ReportMetric(float64(s.fetched.batches.Load())/float64(b.N), "batches/op")
 }
