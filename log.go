@@ -104,6 +104,8 @@ type Log struct {
 	cleaning logCleaning
 	// producers is the producer state with its snapshot files (log_producers.go).
 	producers producerState
+	// stats are the log's activity counters (stats.go).
+	stats logStats
 }
 
 // OpenLog opens the partition log in dir, creating dir and an empty log when missing, and
@@ -146,7 +148,7 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	l.cleaning.init(cleanerMemory(o))
 	l.spares = spareFiles{fs: l.fs, dir: dir, logger: l.logger}
 	l.producers = producerState{fs: l.fs, dir: dir, logger: l.logger, m: producerstate.NewManager(0), expiration: o.producerIDExpiration}
-	l.flusher.fs, l.flusher.dir = l.fs, dir
+	l.flusher.fs, l.flusher.dir, l.flusher.stats = l.fs, dir, &l.stats.flushes
 	if err := fsys.MkdirAllDurable(l.fs, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("commitlog: open %s: %w", dir, err)
 	}

@@ -409,8 +409,10 @@ func (l *Log) publish(seg *segment.Segment, data []byte, batches []batchInfo, po
 	l.mu.Lock()
 	var ierr error
 	newEpoch := false
+	var records int64
 	for _, b := range batches {
 		newEpoch = l.epochs.assign(recordbatch.PartitionLeaderEpochOf(data[b.position:]), b.baseOffset) || newEpoch
+		records += int64(recordbatch.RecordCountOf(data[b.position:]))
 		b.position += pos
 		if ierr = seg.IndexBatch(segment.BatchInfo{Position: b.position, Size: b.size, LastOffset: b.lastOffset, MaxTimestamp: b.maxTimestamp}); ierr != nil {
 			break
@@ -425,6 +427,7 @@ func (l *Log) publish(seg *segment.Segment, data []byte, batches []batchInfo, po
 	if ierr != nil {
 		return l.fail(fmt.Errorf("index %s: %w", seg.Path(segment.LogSuffix), ierr))
 	}
+	l.stats.appended.add(int64(writes), int64(len(batches)), records, int64(len(data)))
 	if newEpoch && !epochsOnDisk {
 		// Once per leader epoch: the first batch of an epoch is not acknowledged before the
 		// epoch's start is on disk, so a restarted follower can always find it.
@@ -604,9 +607,11 @@ func (l *Log) fsyncTo(seq uint64) (uint64, error) {
 	if closed {
 		return l.durableSeq, ErrClosed
 	}
+	began := time.Now()
 	if err := seg.Sync(); err != nil {
 		return l.durableSeq, l.fail(fmt.Errorf("fdatasync %s: %w", seg.Path(segment.LogSuffix), err))
 	}
+	l.stats.flushes.observe(time.Since(began))
 	l.gc.lastRound.Store(target - l.durableSeq)
 	l.durableSeq = target
 	l.gc.durableHint.Store(target)

@@ -281,8 +281,9 @@ func (l *Log) Compact(ctx context.Context) (CompactionResult, error) {
 }
 
 // compactLocked runs passes until the dirty part is clean. Callers hold cleaning.mu.
-func (l *Log) compactLocked(ctx context.Context, m *cleaner.OffsetMap) (CompactionResult, error) {
-	var total CompactionResult
+func (l *Log) compactLocked(ctx context.Context, m *cleaner.OffsetMap) (total CompactionResult, err error) {
+	start, began := l.now(), time.Now()
+	defer func() { l.stats.cleaned(total, start, time.Since(began)) }()
 	for {
 		r, more, err := l.cleanPass(ctx, m, l.now())
 		total.add(r)

@@ -59,6 +59,8 @@ type flusher struct {
 	dirDirty atomic.Bool
 	// flushMu serialises flushes of sealed segments: the flusher's, Sync's and Close's.
 	flushMu sync.Mutex
+	// stats counts the flushes and their latency: the log's flush counters, set at open.
+	stats *flushCounters
 }
 
 // flushedLog is what the flush of sealed segments does to its log (*Log): Sync every interval
@@ -188,8 +190,12 @@ func (f *flusher) flushSealed(l flushedLog, checkpoint bool, beforeEach func()) 
 	if err != nil || plan.target <= plan.from {
 		return false, err
 	}
+	began := time.Now()
 	if err := f.syncFlush(l, plan, beforeEach); err != nil {
 		return false, err
+	}
+	if f.stats != nil {
+		f.stats.observe(time.Since(began))
 	}
 	advanced, retry := l.finishFlush(plan)
 	if advanced && checkpoint {

@@ -32,6 +32,8 @@ type BatchRange struct {
 	next      int64
 	logGen    uint64 // the log's truncation count (truncGen) when the range was taken
 	once      sync.Once
+	// batches and records count the range's batches and their records, for the fetch counters.
+	batches, records int64
 }
 
 // Len returns the range's size in bytes; 0 when the read was at the log end offset.
@@ -223,6 +225,8 @@ func (l *Log) rangeIn(sp readSpot, offset int64, maxBytes int, upTo int64) (*Bat
 			return false
 		}
 		r.size += int64(h.Size())
+		r.batches++
+		r.records += int64(h.RecordCount)
 		r.next = h.NextOffset()
 		return true
 	})

@@ -202,6 +202,15 @@ func (rep *Replica) AppendAsFollower(ctx context.Context, batches []byte) (lastO
 // the log end offset) returns dst unchanged: those records are not committed yet. Errors as for
 // Log.ReadBatches.
 func (p *Partition) ReadBatches(dst []byte, offset int64, maxBytes int) ([]byte, error) {
+	out, err := p.readBatches(dst, offset, maxBytes)
+	if err == nil {
+		p.log.stats.countFetch(out[len(dst):])
+	}
+	return out, err
+}
+
+// readBatches is ReadBatches, uncounted.
+func (p *Partition) readBatches(dst []byte, offset int64, maxBytes int) ([]byte, error) {
 	if !p.replicated.Load() {
 		return p.log.ReadBatches(dst, offset, maxBytes)
 	}
@@ -225,9 +234,9 @@ func (p *Partition) ReadBatches(dst []byte, offset int64, maxBytes int) ([]byte,
 // it.
 func (p *Partition) ReadRange(offset int64, maxBytes int) (*BatchRange, error) {
 	if !p.replicated.Load() {
-		return p.log.ReadRange(offset, maxBytes)
+		return p.countRange(p.log.ReadRange(offset, maxBytes))
 	}
-	return p.log.readRange(offset, maxBytes, p.hw.Load())
+	return p.countRange(p.log.readRange(offset, maxBytes, p.hw.Load()))
 }
 
 // ReadRecords returns the records from offset on, below the high watermark, decoded from the

@@ -34,9 +34,9 @@ func (p *Partition) FetchBound(level IsolationLevel) int64 {
 // ReadRange.
 func (p *Partition) ReadRangeBelow(offset int64, maxBytes int, bound int64) (*BatchRange, error) {
 	if bound == math.MaxInt64 {
-		return p.log.ReadRange(offset, maxBytes)
+		return p.countRange(p.log.ReadRange(offset, maxBytes))
 	}
-	return p.log.readRange(offset, maxBytes, bound)
+	return p.countRange(p.log.readRange(offset, maxBytes, bound))
 }
 
 // AbortedTransactions returns the aborted transactions that may hold batches in [from, upTo),

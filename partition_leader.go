@@ -286,6 +286,7 @@ func (p *Partition) checkISRLocked() {
 		if r.inSync && now.Sub(r.lastCaughtUp) > p.lagTimeMax {
 			r.inSync = false
 			shrunk = true
+			p.log.stats.isrShrinks.Add(1)
 			p.log.logger.Warn("follower left the in-sync replicas", "topic", p.topicName, "partition", p.id,
 				"replica", r.id, "log_end_offset", r.leo, "last_caught_up", r.lastCaughtUp, "lag_time_max", p.lagTimeMax)
 		}
@@ -381,6 +382,9 @@ func (rep *Replica) Fetch(ctx context.Context, req FetchRequest) (FetchResponse,
 		if wait == nil {
 			stopTimer(timer)
 			b, err := p.log.ReadBatches(nil, req.Offset, maxBytes)
+			if err == nil {
+				p.log.stats.countFetch(b)
+			}
 			resp.Batches = b
 			return resp, err
 		}
@@ -454,6 +458,7 @@ func (rep *Replica) recordFetchLocked(r *replicaState, offset, leo int64) bool {
 	r.leo = offset
 	if !r.inSync && offset >= p.hw.Load() && offset >= p.epochStart {
 		r.inSync = true
+		p.log.stats.isrExpands.Add(1)
 		p.log.logger.Info("follower joined the in-sync replicas", "topic", p.topicName, "partition", p.id,
 			"replica", r.id, "log_end_offset", offset)
 	}

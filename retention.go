@@ -112,6 +112,7 @@ func (l *Log) ApplyRetentionAt(now time.Time) (int, error) {
 		l.logger.Info("retention deleted segment", "segment", s.Path(segment.LogSuffix), "base_offset", s.BaseOffset(),
 			"bytes", s.Size(), "max_timestamp", s.MaxTimestamp(), "log_start_offset", newStart)
 	}
+	l.stats.deleted(gone)
 	if err := l.retire(gone); err != nil {
 		return n, err
 	}
@@ -217,6 +218,7 @@ func (l *Log) advanceLogStartOffset(offset int64) error {
 		return nil
 	}
 	l.logger.Info("log start offset advanced", "log_start_offset", offset, "segments_deleted", n)
+	l.stats.deleted(gone)
 	if err := l.retire(gone); err != nil {
 		return err
 	}

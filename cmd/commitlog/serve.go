@@ -31,6 +31,7 @@ type serveFlags struct {
 	tlsKey          string
 	saslCredentials string
 	saslMechanisms  string
+	metricsAddr     string
 }
 
 func newServeCommand(g *globals) *cobra.Command {
@@ -68,11 +69,17 @@ each connection closed for a reason (a frame past --max-request-bytes, an idle c
 with TLS), by one of --sasl-mechanisms (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 by default). The
 credentials file has one user a line, "user:password" or "user:SCRAM-SHA-256=[salt=...,
 stored_key=...,server_key=...,iterations=...]" as kafka-configs prints SCRAM credentials, with
-# comments; PLAIN over plaintext sends the password in the clear, so pair it with TLS.`,
+# comments; PLAIN over plaintext sends the password in the clear, so pair it with TLS.
+
+--metrics-addr (off by default) serves Prometheus metrics over HTTP at /metrics on that address,
+under the names the JMX exporter gives Kafka's broker metrics (kafka_log_log_logendoffset,
+kafka_server_brokertopicmetrics_messagesin_total, ...) and kafka-exporter's consumer lag
+(kafka_consumergroup_lag); a line on standard error names its address before the broker's.`,
 		Example: `  commitlog serve
   commitlog serve --dir /var/lib/commitlog --listen 0.0.0.0:9092 --advertise kafka.internal:9092
   commitlog serve --auto-create-topics --partitions 3
-  commitlog serve --tls-cert server.pem --tls-key server-key.pem --sasl-credentials users.txt`,
+  commitlog serve --tls-cert server.pem --tls-key server-key.pem --sasl-credentials users.txt
+  commitlog serve --metrics-addr 127.0.0.1:9308`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, args []string) error { return serve(cmd.Context(), g, f) }),
 	}
@@ -89,6 +96,7 @@ stored_key=...,server_key=...,iterations=...]" as kafka-configs prints SCRAM cre
 	fl.StringVar(&f.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	fl.StringVar(&f.saslCredentials, "sasl-credentials", "", "credentials file: require SASL authentication of every client (user:password lines, or SCRAM credentials)")
 	fl.StringVar(&f.saslMechanisms, "sasl-mechanisms", "", "comma-separated SASL mechanisms to offer with --sasl-credentials (default PLAIN,SCRAM-SHA-256,SCRAM-SHA-512)")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "host:port to serve Prometheus metrics on, at /metrics (e.g. 127.0.0.1:9308; default: none)")
 	return cmd
 }
 
@@ -97,6 +105,11 @@ func (f *serveFlags) config() (broker.Config, error) {
 	var cfg broker.Config
 	if _, _, err := splitHostPort(f.listen, true); err != nil {
 		return cfg, usageError("--listen %q: %v", f.listen, err)
+	}
+	if f.metricsAddr != "" {
+		if _, _, err := splitHostPort(f.metricsAddr, true); err != nil {
+			return cfg, usageError("--metrics-addr %q: %v", f.metricsAddr, err)
+		}
 	}
 	if f.advertise != "" {
 		host, port, err := splitHostPort(f.advertise, false)
@@ -185,8 +198,19 @@ func serve(ctx context.Context, g *globals, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	var metrics *metricsServer
+	if f.metricsAddr != "" {
+		if metrics, err = startMetrics(f.metricsAddr, s, log.With("component", "metrics")); err != nil {
+			s.Close()
+			return fmt.Errorf("metrics: listen on %s: %w", f.metricsAddr, err)
+		}
+		fmt.Fprintf(g.io.err, "commitlog serve: metrics on http://%s/metrics\n", metrics.Addr())
+	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
+		if metrics != nil {
+			metrics.stop()
+		}
 		s.Close()
 		return fmt.Errorf("listen on %s: %w", f.listen, err)
 	}
@@ -197,6 +221,11 @@ func serve(ctx context.Context, g *globals, f *serveFlags) error {
 	fmt.Fprintf(g.io.err, "commitlog serve: Kafka broker listening on %s (advertised as %s, node %d, cluster %s), store %s\n",
 		ln.Addr(), advertised, cfg.NodeID, cfg.ClusterID, s.Dir())
 	serveErr := broker.Serve(ctx, ln, s, cfg)
+	if metrics != nil {
+		if err := metrics.stop(); err != nil {
+			log.Warn("metrics server stopped with an error", "err", err)
+		}
+	}
 	closeErr := s.Close()
 	if serveErr != nil {
 		return serveErr

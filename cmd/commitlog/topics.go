@@ -58,18 +58,25 @@ func topics(g *globals, names []string, output string) error {
 	if len(names) == 0 {
 		names = s.Topics()
 	}
-	readers, err := s.Readers()
-	if err != nil {
-		return err
+	// The store's figures: each partition's offsets, size and segments, and each named reader's
+	// lag (a reader whose positions cannot be read is named on standard error and left out).
+	st, err := s.Stats()
+	for _, e := range joinedErrors(err) {
+		fmt.Fprintf(g.io.err, "commitlog topics: %s\n", oneLine(e.Error()))
 	}
-	positions := map[string]map[string]map[int32]int64{} // reader → topic → partition → offset
-	for _, name := range readers {
-		pos, err := s.CommittedPositions(name)
-		if err != nil {
-			fmt.Fprintf(g.io.err, "commitlog topics: reader %s: %s\n", name, oneLine(err.Error()))
-			continue
+	figures := map[string][]commitlog.PartitionStats{}
+	for _, ts := range st.Topics {
+		figures[ts.Topic] = ts.Partitions
+	}
+	readerLag := map[string]map[string]map[int32]int64{} // reader → topic → partition → lag
+	for _, r := range st.Readers {
+		if readerLag[r.Name] == nil {
+			readerLag[r.Name] = map[string]map[int32]int64{}
 		}
-		positions[name] = pos
+		if readerLag[r.Name][r.Topic] == nil {
+			readerLag[r.Name][r.Topic] = map[int32]int64{}
+		}
+		readerLag[r.Name][r.Topic][r.Partition] = r.Lag
 	}
 	groupLag, err := groupLags(s)
 	if err != nil {
@@ -101,14 +108,20 @@ func topics(g *globals, names []string, output string) error {
 		rows[i] = int(t.PartitionCount())
 		for id := range t.PartitionCount() {
 			p, _ := t.Partition(id)
-			end := p.HighWatermark()
+			var ps commitlog.PartitionStats
+			if f := figures[t.Name()]; int(id) < len(f) {
+				ps = f[id]
+			} else {
+				ps = p.Stats()
+			}
+			end := ps.HighWatermark
 			var lags []string
-			for _, name := range slices.Sorted(maps.Keys(positions)) {
-				off, ok := positions[name][t.Name()][id]
+			for _, name := range slices.Sorted(maps.Keys(readerLag)) {
+				lag, ok := readerLag[name][t.Name()][id]
 				if !ok {
 					continue
 				}
-				lags = append(lags, name+"="+strconv.FormatInt(max(end-max(off, p.LogStartOffset()), 0), 10))
+				lags = append(lags, name+"="+strconv.FormatInt(lag, 10))
 			}
 			readerCol := "-"
 			if len(lags) > 0 {
@@ -120,7 +133,7 @@ func topics(g *globals, names []string, output string) error {
 				point, ratio = strconv.FormatInt(st.CleanerPoint, 10), strconv.FormatFloat(st.DirtyRatio, 'f', 2, 64)
 			}
 			stable := "-"
-			if lso := p.LastStableOffset(); lso != end {
+			if lso := ps.LastStableOffset; lso != end {
 				stable = strconv.FormatInt(lso, 10)
 			}
 			open := 0
@@ -129,8 +142,8 @@ func topics(g *globals, names []string, output string) error {
 					open++
 				}
 			}
-			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", t.Name(), id, p.LogStartOffset(), end, stable, open,
-				p.Size(), p.SegmentCount(), policy, point, ratio, readerCol)
+			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", t.Name(), id, ps.LogStartOffset, end, stable, open,
+				ps.Size, ps.Segments, policy, point, ratio, readerCol)
 		}
 	}
 	if err := w.Flush(); err != nil {
@@ -187,4 +200,15 @@ func groupLags(s *commitlog.Store) (map[string]map[string]int64, error) {
 		}
 	}
 	return out, nil
+}
+
+// joinedErrors returns the errors err joins (errors.Join), err alone, or none for nil.
+func joinedErrors(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err != nil {
+		return []error{err}
+	}
+	return nil
 }

@@ -252,6 +252,19 @@ func PartitionLeaderEpochOf(b []byte) int32 {
 	return int32(binary.BigEndian.Uint32(b[posLeaderEpoch:]))
 }
 
+// RecordCountOf returns the RecordCount of the batch starting b, whose header the caller has
+// checked (len(b) >= HeaderSize).
+func RecordCountOf(b []byte) int32 {
+	return int32(binary.BigEndian.Uint32(b[posRecordCount:]))
+}
+
+// SizeOf returns the bytes the batch starting b occupies, LogOverhead + BatchLength, unchecked
+// (len(b) >= HeaderSize): a walk over batches already checked (the log's own, as a read returns
+// them) takes it instead of parsing each header. Negative for a negative BatchLength.
+func SizeOf(b []byte) int64 {
+	return LogOverhead + int64(int32(binary.BigEndian.Uint32(b[posBatchLength:])))
+}
+
 // SetPartitionLeaderEpoch overwrites the PartitionLeaderEpoch of the batch starting b; the CRC
 // does not cover it.
 func SetPartitionLeaderEpoch(b []byte, epoch int32) {
