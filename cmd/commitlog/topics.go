@@ -91,7 +91,7 @@ func topics(g *globals, names []string, output string) error {
 		ts = append(ts, t)
 	}
 	if output == "json" {
-		return topicsJSON(g, ts, positions, groupLag)
+		return topicsJSON(g, ts, figures, readerLag, groupLag)
 	}
 	if len(ts) == 0 {
 		fmt.Fprintf(g.io.err, "no topics in %s\n", s.Dir())

@@ -41,7 +41,7 @@ type partitionSummary struct {
 
 // topicsJSON writes ts as one JSON document; positions are the named readers' committed
 // positions (reader → topic → partition → offset), groupLag the groups' lag by topic.
-func topicsJSON(g *globals, ts []*commitlog.Topic, positions map[string]map[string]map[int32]int64, groupLag map[string]map[string]int64) error {
+func topicsJSON(g *globals, ts []*commitlog.Topic, figures map[string][]commitlog.PartitionStats, readerLag map[string]map[string]map[int32]int64, groupLag map[string]map[string]int64) error {
 	doc := topicsDocument{Topics: []topicSummary{}}
 	for _, t := range ts {
 		policy := t.Config().CleanupPolicy
@@ -52,21 +52,26 @@ func topicsJSON(g *globals, ts []*commitlog.Topic, positions map[string]map[stri
 			if err != nil {
 				return err
 			}
-			end := p.HighWatermark()
-			ps := partitionSummary{Partition: id, LogStartOffset: p.LogStartOffset(), HighWatermark: end,
-				LastStableOffset: p.LastStableOffset(), Size: p.Size(), Segments: p.SegmentCount(), ReaderLag: map[string]int64{}}
+			var st commitlog.PartitionStats
+			if f := figures[t.Name()]; int(id) < len(f) {
+				st = f[id]
+			} else {
+				st = p.Stats()
+			}
+			ps := partitionSummary{Partition: id, LogStartOffset: st.LogStartOffset, HighWatermark: st.HighWatermark,
+				LastStableOffset: st.LastStableOffset, Size: st.Size, Segments: st.Segments, ReaderLag: map[string]int64{}}
 			for _, ps2 := range p.Producers() {
 				if ps2.CurrentTxnFirstOffset >= 0 {
 					ps.OpenTxns++
 				}
 			}
 			if policy.Compact() {
-				st := p.CompactionState()
-				ps.CleanerPoint, ps.DirtyRatio = &st.CleanerPoint, &st.DirtyRatio
+				cs := p.CompactionState()
+				ps.CleanerPoint, ps.DirtyRatio = &cs.CleanerPoint, &cs.DirtyRatio
 			}
-			for _, name := range slices.Sorted(maps.Keys(positions)) {
-				if off, ok := positions[name][t.Name()][id]; ok {
-					ps.ReaderLag[name] = max(end-max(off, p.LogStartOffset()), 0)
+			for _, name := range slices.Sorted(maps.Keys(readerLag)) {
+				if lag, ok := readerLag[name][t.Name()][id]; ok {
+					ps.ReaderLag[name] = lag
 				}
 			}
 			ts.Partitions = append(ts.Partitions, ps)
