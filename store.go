@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"maps"
 	"os"
 	"path/filepath"
@@ -36,9 +37,10 @@ const deleteSuffix = "-delete"
 // one folder per partition, "<topic>-<partition>", directly under the directory. A Store is safe
 // for concurrent use.
 type Store struct {
-	dir    string
-	o      options
-	unlock io.Closer
+	dir     string
+	o       options
+	unlock  io.Closer
+	workers logWorkers // open and close the partitions' logs, so many at once (log_workers.go)
 
 	mu      sync.RWMutex
 	topics  map[string]*Topic
@@ -86,7 +88,7 @@ type Store struct {
 // link is not opened (it is logged); the store opens without it.
 func Open(dir string, opts ...Option) (s *Store, err error) {
 	o := newOptions(opts)
-	s = &Store{dir: dir, o: o, topics: map[string]*Topic{}, byID: map[TopicID]*Topic{},
+	s = &Store{dir: dir, o: o, workers: newLogWorkers(parallelLogs), topics: map[string]*Topic{}, byID: map[TopicID]*Topic{},
 		readers: map[string]*Reader{}, members: map[*GroupReader]struct{}{}}
 	if err := fsys.MkdirAllDurable(o.fs, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("commitlog: open %s: %w", dir, err)
@@ -262,8 +264,19 @@ func (s *Store) load() error {
 			adopted = true
 		}
 	}
+	// The topics to open, checked one by one in name order, then opened all at once (their
+	// partitions on the store's workers, log_workers.go), as Kafka's LogManager loads the logs of
+	// a log directory on its recovery threads.
+	type toOpen struct {
+		name string
+		ids  []TopicID // read before the logs open
+		t    *Topic
+		err  error
+	}
+	var opening []toOpen
+	var names []string // of opening
 	for _, name := range slices.Sorted(maps.Keys(s.configs)) {
-		if err := s.checkCaseCollision(name); err != nil {
+		if err := caseCollision(name, slices.Values(names)); err != nil {
 			return err
 		}
 		if link := s.symlinkedPartition(name, s.configs[name].Partitions); link != "" {
@@ -296,14 +309,30 @@ func (s *Store) load() error {
 		if err != nil {
 			return fmt.Errorf("commitlog: topic %s: %w", name, err)
 		}
-		t, err := openTopic(s, name, s.configs[name])
-		if err != nil {
-			return err
+		opening = append(opening, toOpen{name: name, ids: ids})
+		names = append(names, name)
+	}
+	var wg sync.WaitGroup
+	for i := range opening {
+		o := &opening[i]
+		wg.Go(func() { o.t, o.err = openTopic(s, o.name, s.configs[o.name]) })
+	}
+	wg.Wait()
+	var openErrs []error
+	for _, o := range opening {
+		if o.err != nil {
+			openErrs = append(openErrs, o.err)
+			continue
 		}
-		s.topics[name] = t
+		s.topics[o.name] = o.t // closed by Open if anything fails
+	}
+	if err := errors.Join(openErrs...); err != nil {
+		return err
+	}
+	for _, o := range opening {
 		// After the logs: the folders of the topic a CreateTopic was creating exist only now.
-		if err := s.loadTopicID(t, ids); err != nil {
-			return fmt.Errorf("commitlog: topic %s: %w", name, err)
+		if err := s.loadTopicID(o.t, o.ids); err != nil {
+			return fmt.Errorf("commitlog: topic %s: %w", o.name, err)
 		}
 	}
 	if adopted || changed {
@@ -366,7 +395,12 @@ func (s *Store) finishCreating() error {
 
 // checkCaseCollision returns ErrTopicExists when a held topic's name equals name but for case.
 func (s *Store) checkCaseCollision(name string) error {
-	for other := range s.topics {
+	return caseCollision(name, maps.Keys(s.topics))
+}
+
+// caseCollision returns ErrTopicExists when one of names equals name but for case.
+func caseCollision(name string, names iter.Seq[string]) error {
+	for other := range names {
 		if other != name && strings.EqualFold(other, name) {
 			return fmt.Errorf("%w: %q collides with %q on case-insensitive file systems", ErrTopicExists, name, other)
 		}
@@ -624,9 +658,14 @@ func (s *Store) Close() error {
 	// Group members' waiting joins and syncs end before the log they write to closes.
 	s.groups.Close()
 	errs = append(errs, s.txn.close())
-	for _, t := range topics {
-		errs = append(errs, t.close())
+	// All at once, each topic's partitions on the store's workers (log_workers.go).
+	closeErrs := make([]error, len(topics))
+	var wg sync.WaitGroup
+	for i, t := range topics {
+		wg.Go(func() { closeErrs[i] = t.close() })
 	}
+	wg.Wait()
+	errs = append(errs, closeErrs...)
 	errs = append(errs, s.unlock.Close())
 	return errors.Join(errs...)
 }
