@@ -146,6 +146,9 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	l.caches.Writer = &l.appendMu
 	l.live.Store(newLiveConfig(cfg))
 	l.state = stateFile{fs: l.fs, dir: dir, logger: l.logger, owner: &l.owner}
+	if o.logDir != nil && o.logDirTP.topic != "" {
+		l.state.logDir, l.state.tp = o.logDir, o.logDirTP
+	}
 	l.gc.init()
 	l.cleaning.init(cleanerMemory(o))
 	l.spares = spareFiles{fs: l.fs, dir: dir, logger: l.logger}
@@ -342,7 +345,7 @@ func (l *Log) Close() error {
 	if clean && errors.Join(errs...) == nil {
 		// Only a log whose every byte reached the disk may skip recovery next time.
 		st := logState{logStartOffset: l.logStartOffset, recoveryPoint: act.NextOffset(), clean: true}
-		errs = append(errs, l.state.write(st))
+		errs = append(errs, l.state.note(st))
 	}
 	if l.unlock != nil {
 		errs = append(errs, l.unlock.Close())

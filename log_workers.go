@@ -16,8 +16,32 @@ type logWorkers struct {
 	slots chan struct{}
 }
 
+// withParallelLogs sets how many logs a store opens and closes at once; 1 makes the order of the
+// store's file operations deterministic, for tests that replay them.
+func withParallelLogs(n int) Option { return func(o *options) { o.parallelLogs = n } }
+
 // newLogWorkers returns workers running at most n jobs at once.
 func newLogWorkers(n int) logWorkers { return logWorkers{slots: make(chan struct{}, n)} }
+
+// all runs fn(i) for every i in [0, n) at once, each in its own goroutine, without taking a
+// slot (each fn takes the slots of its own logs, with each), and returns when all have returned;
+// errs[i] is fn(i)'s error. With workers of one slot it runs them in order, in the caller's
+// goroutine.
+func (w logWorkers) all(n int, fn func(i int) error) (errs []error) {
+	errs = make([]error, n)
+	if w.slots == nil || cap(w.slots) <= 1 {
+		for i := range n {
+			errs[i] = fn(i)
+		}
+		return errs
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = fn(i) })
+	}
+	wg.Wait()
+	return errs
+}
 
 // each runs fn(i) for every i in [0, n), at most as many at once as the workers allow (waiting
 // for a free slot), and returns when all have returned; errs[i] is fn(i)'s error.

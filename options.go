@@ -39,6 +39,14 @@ type options struct {
 	// cleanerPoints is the store's cleaner-offset-checkpoint, set by Open for its partitions;
 	// nil for a log opened on its own, whose cleaner point lives in memory only.
 	cleanerPoints *cleanerPoints
+	// logDir is the store's recovery point and log start offset checkpoints, set by Open;
+	// logDirTP is the partition openPartition opens, whose log keeps its state there (a log
+	// opened on its own, or an internal log, has none and keeps its state in its folder).
+	logDir   *logDirCheckpoints
+	logDirTP topicPartition
+	// parallelLogs is how many logs a store opens and closes at once (0: parallelLogs, see
+	// log_workers.go); tests that replay a store's file operations in order set 1.
+	parallelLogs int
 }
 
 func newOptions(opts []Option) options {

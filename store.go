@@ -1,6 +1,7 @@
 package commitlog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -88,7 +89,7 @@ type Store struct {
 // link is not opened (it is logged); the store opens without it.
 func Open(dir string, opts ...Option) (s *Store, err error) {
 	o := newOptions(opts)
-	s = &Store{dir: dir, o: o, workers: newLogWorkers(parallelLogs), topics: map[string]*Topic{}, byID: map[TopicID]*Topic{},
+	s = &Store{dir: dir, o: o, workers: newLogWorkers(cmp.Or(o.parallelLogs, parallelLogs)), topics: map[string]*Topic{}, byID: map[TopicID]*Topic{},
 		readers: map[string]*Reader{}, members: map[*GroupReader]struct{}{}}
 	if err := fsys.MkdirAllDurable(o.fs, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("commitlog: open %s: %w", dir, err)
@@ -107,6 +108,10 @@ func Open(dir string, opts ...Option) (s *Store, err error) {
 		o.logger.Warn("cleaner offset checkpoint unreadable; compacted logs are cleaned from their start", "err", err)
 	}
 	s.o.cleanerPoints = points
+	if s.o.logDir, err = openLogDirCheckpoints(o.fs, dir, o.logger); err != nil {
+		u.Close()
+		return nil, err
+	}
 	opened := s // "return nil, err" sets s to nil before the cleanup runs
 	defer func() {
 		if err != nil {
@@ -118,6 +123,9 @@ func Open(dir string, opts ...Option) (s *Store, err error) {
 		}
 	}()
 	if err := s.load(); err != nil {
+		return nil, err
+	}
+	if err := s.checkpointLogDir(); err != nil {
 		return nil, err
 	}
 	s.txn = newCoordinator(s)
@@ -312,12 +320,11 @@ func (s *Store) load() error {
 		opening = append(opening, toOpen{name: name, ids: ids})
 		names = append(names, name)
 	}
-	var wg sync.WaitGroup
-	for i := range opening {
+	s.workers.all(len(opening), func(i int) error {
 		o := &opening[i]
-		wg.Go(func() { o.t, o.err = openTopic(s, o.name, s.configs[o.name]) })
-	}
-	wg.Wait()
+		o.t, o.err = openTopic(s, o.name, s.configs[o.name])
+		return o.err
+	})
 	var openErrs []error
 	for _, o := range opening {
 		if o.err != nil {
@@ -348,6 +355,26 @@ func (s *Store) load() error {
 	if creating != "" {
 		// The topic's folders exist now (or it is not configured: the creation failed).
 		return s.finishCreating()
+	}
+	return nil
+}
+
+// checkpointLogDir writes the store's recovery point and log start offset checkpoints once every
+// log is open (Kafka's LogManager checkpoints after loading the logs), then removes the state files
+// in the folders of the partitions of a store written before it kept them.
+func (s *Store) checkpointLogDir() error {
+	if err := s.o.logDir.opened(); err != nil {
+		return err
+	}
+	if err := s.o.logDir.flush(); err != nil {
+		return fmt.Errorf("commitlog: checkpoint %s: %w", s.dir, err)
+	}
+	for _, t := range s.topics {
+		for _, p := range t.parts() {
+			if err := p.log.state.removeFolderState(); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -616,6 +643,9 @@ func (s *Store) DeleteTopic(name string) error {
 	if cerr := s.o.cleanerPoints.drop(name); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
+	if cerr := s.o.logDir.drop(name); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
 	// The renamed folders go only once the configuration without the topic is durable: until
 	// then they are what tells the next open that the deletion is unfinished (see
 	// deletionUnfinished), and without them a configured topic would miss its folders.
@@ -659,13 +689,10 @@ func (s *Store) Close() error {
 	s.groups.Close()
 	errs = append(errs, s.txn.close())
 	// All at once, each topic's partitions on the store's workers (log_workers.go).
-	closeErrs := make([]error, len(topics))
-	var wg sync.WaitGroup
-	for i, t := range topics {
-		wg.Go(func() { closeErrs[i] = t.close() })
-	}
-	wg.Wait()
-	errs = append(errs, closeErrs...)
+	errs = append(errs, s.workers.all(len(topics), func(i int) error { return topics[i].close() })...)
+	// Every log has noted its final state: the store's files get them, then the clean
+	// shutdown marker if every log closed cleanly.
+	errs = append(errs, s.o.logDir.markClean())
 	errs = append(errs, s.unlock.Close())
 	return errors.Join(errs...)
 }

@@ -81,6 +81,9 @@ func (t *Topic) openPartitions(s *Store, from, to int32, cfg LogConfig) ([]*Part
 		}
 		return nil, err
 	}
+	// Logs opened at once keep each other's files open while they load (their writer locks are
+	// held): the bound is enforced again now that they are idle.
+	s.o.caches.Files.Trim()
 	return parts, nil
 }
 
