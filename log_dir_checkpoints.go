@@ -131,6 +131,11 @@ func openLogDirCheckpoints(fsy fsys.FS, dir string, logger *slog.Logger) (*logDi
 // Kafka's LogManager.loadLogs deletes it after loading the logs (a failed open leaves it): from
 // then on a crash is unclean.
 func (c *logDirCheckpoints) opened() error {
+	// What the files held is for the logs Open loaded: a partition created from now on (a topic
+	// deleted by an earlier run and created again, say) starts without state.
+	c.mu.Lock()
+	c.saved, c.folders = map[topicPartition]logState{}, false
+	c.mu.Unlock()
 	if !c.marked {
 		return nil
 	}
