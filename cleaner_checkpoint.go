@@ -52,8 +52,13 @@ func encodeOffsetCheckpoint(m map[topicPartition]int64) []byte {
 // partition listed twice, or anything after the last line is an error wrapping ErrCorrupt. The
 // map is sized by the lines present, never by the count.
 func decodeOffsetCheckpoint(b []byte) (map[topicPartition]int64, error) {
+	return decodeOffsetCheckpointFile(cleanerCheckpointName, b)
+}
+
+// decodeOffsetCheckpointFile is decodeOffsetCheckpoint of the file named name (in its errors).
+func decodeOffsetCheckpointFile(name string, b []byte) (map[topicPartition]int64, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrCorrupt, cleanerCheckpointName, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: %s: %s", ErrCorrupt, name, fmt.Sprintf(format, args...))
 	}
 	if len(b) == 0 || b[len(b)-1] != '\n' {
 		return nil, bad("not ended by a newline")

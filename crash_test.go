@@ -97,7 +97,7 @@ func crashTopicConfig(name string) TopicConfig {
 }
 
 func crashOptions(fsy fsys.FS) []Option {
-	return []Option{withFS(fsy), WithClock(fixedClock), WithRetentionCheckInterval(-1)}
+	return []Option{withFS(fsy), WithClock(fixedClock), WithRetentionCheckInterval(-1), withParallelLogs(1)}
 }
 
 // crashRecord is the record appended at offset of partition part of topic by step: its value

@@ -203,7 +203,9 @@ func TestDeleteRecordsCrash(t *testing.T) {
 		// The image a process kill leaves: the store's files as they are now.
 		crashed := env.dir + "-crash"
 		require.NoError(t, env.FS().MkdirAll(crashed, 0o755))
-		fsWriteFile(t, env.FS(), filepath.Join(crashed, topicsFileName), fsReadFile(t, env.FS(), env.path(topicsFileName)))
+		for _, name := range []string{topicsFileName, recoveryPointCheckpointName, logStartCheckpointName} {
+			fsWriteFile(t, env.FS(), filepath.Join(crashed, name), fsReadFile(t, env.FS(), env.path(name)))
+		}
 		crashCopy(t, env.FS(), env.path("events-0"), filepath.Join(crashed, "events-0"))
 		require.False(t, readTestState(t, env.FS(), filepath.Join(crashed, "events-0")).clean)
 

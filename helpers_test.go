@@ -346,9 +346,32 @@ func crashCopy(t *testing.T, fsy fsys.FS, src, dst string) {
 	}
 }
 
-// readTestState returns the state checkpoint of dir.
+// storeStateOf returns the store's directory and the partition of the partition folder dir when
+// the store keeps its partitions' state in its log directory checkpoints (log_dir_checkpoints.go).
+func storeStateOf(fsy fsys.FS, dir string) (storeDir string, tp topicPartition, ok bool) {
+	storeDir = filepath.Dir(dir)
+	topic, p, isPartition := parsePartitionDirName(filepath.Base(dir))
+	if !isPartition || isInternalTopic(topic) {
+		return "", topicPartition{}, false
+	}
+	if _, err := fsy.Lstat(filepath.Join(storeDir, recoveryPointCheckpointName)); err != nil {
+		return "", topicPartition{}, false
+	}
+	return storeDir, topicPartition{topic: topic, partition: p}, true
+}
+
+// readTestState returns the state checkpoint of the log in dir: its store's entry for it when it
+// is a partition of a store that keeps them, else its folder's file.
 func readTestState(t *testing.T, fsy fsys.FS, dir string) logState {
 	t.Helper()
+	if storeDir, tp, ok := storeStateOf(fsy, dir); ok {
+		st, err := readLogDirState(fsy, storeDir)
+		require.NoError(t, err)
+		rp, ok1 := st.recoveryPoints[tp]
+		start, ok2 := st.logStartOffsets[tp]
+		require.True(t, ok1 && ok2, "%s-%d not in the store's checkpoints", tp.topic, tp.partition)
+		return logState{logStartOffset: start, recoveryPoint: rp, clean: st.clean}
+	}
 	b, err := checkpoint.Read(fsy, filepath.Join(dir, stateFileName))
 	require.NoError(t, err)
 	st, err := decodeLogState(b)
@@ -356,9 +379,24 @@ func readTestState(t *testing.T, fsy fsys.FS, dir string) logState {
 	return st
 }
 
-// writeTestState replaces the state checkpoint of dir.
+// writeTestState replaces the state checkpoint of the log in dir (see readTestState). In a store,
+// the clean shutdown marker is the store's: it is written or removed for every partition.
 func writeTestState(t *testing.T, fsy fsys.FS, dir string, st logState) {
 	t.Helper()
+	if storeDir, tp, ok := storeStateOf(fsy, dir); ok {
+		ds, err := readLogDirState(fsy, storeDir)
+		require.NoError(t, err)
+		ds.recoveryPoints[tp], ds.logStartOffsets[tp] = st.recoveryPoint, st.logStartOffset
+		require.NoError(t, checkpoint.WriteRaw(fsy, filepath.Join(storeDir, recoveryPointCheckpointName), encodeOffsetCheckpoint(ds.recoveryPoints)))
+		require.NoError(t, checkpoint.WriteRaw(fsy, filepath.Join(storeDir, logStartCheckpointName), encodeOffsetCheckpoint(ds.logStartOffsets)))
+		marker := filepath.Join(storeDir, cleanShutdownName)
+		if st.clean {
+			fsWriteFile(t, fsy, marker, nil)
+		} else if err := fsy.Remove(marker); err != nil {
+			require.ErrorIs(t, err, fs.ErrNotExist)
+		}
+		return
+	}
 	require.NoError(t, checkpoint.Write(fsy, filepath.Join(dir, stateFileName), st.encode()))
 }
 

@@ -142,8 +142,15 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 		return nil, err
 	}
 	l = &Log{dir: dir, sync: policy, fs: o.fs, logger: o.logger.With("log", dir), now: o.now, caches: o.caches}
+	// The store's file cache may close the active segment's files too while the writer is not
+	// at work (segment.Caches.Writer): a store of thousands of partitions keeps its descriptors
+	// under WithMaxOpenFiles.
+	l.caches.Writer = &l.appendMu
 	l.live.Store(newLiveConfig(cfg))
 	l.state = stateFile{fs: l.fs, dir: dir, logger: l.logger, owner: &l.owner}
+	if o.logDir != nil && o.logDirTP.topic != "" {
+		l.state.logDir, l.state.tp = o.logDir, o.logDirTP
+	}
 	l.gc.init()
 	l.cleaning.init(cleanerMemory(o))
 	l.spares = spareFiles{fs: l.fs, dir: dir, logger: l.logger}
@@ -183,7 +190,11 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 		rewriteFrom = st.recoveryPoint
 	}
 	ld := logLoader{fs: l.fs, dir: dir, logger: l.logger, sync: l.sync, segCfg: l.segConf(), caches: l.caches, state: &l.state}
+	// The loader works on the segments' files as the writer does: the file cache must not close
+	// them under it.
+	l.appendMu.Lock()
 	rec, err := ld.run(rewriteFrom)
+	l.appendMu.Unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -336,7 +347,7 @@ func (l *Log) Close() error {
 	if clean && errors.Join(errs...) == nil {
 		// Only a log whose every byte reached the disk may skip recovery next time.
 		st := logState{logStartOffset: l.logStartOffset, recoveryPoint: act.NextOffset(), clean: true}
-		errs = append(errs, l.state.write(st))
+		errs = append(errs, l.state.note(st))
 	}
 	if l.unlock != nil {
 		errs = append(errs, l.unlock.Close())

@@ -257,7 +257,7 @@ func (ld *logLoader) load() error {
 	ld.logStartOffset = max(st.logStartOffset, ld.segments[0].BaseOffset())
 	ld.recoveryPoint = ld.active().NextOffset()
 	// From here on a crash must not pass for a clean shutdown.
-	return ld.state.write(logState{logStartOffset: ld.logStartOffset, recoveryPoint: ld.recoveryPoint})
+	return ld.state.note(logState{logStartOffset: ld.logStartOffset, recoveryPoint: ld.recoveryPoint})
 }
 
 // cutAtTear ends the log at a torn batch found at rep.BadPos in s, a sealed segment, whose first

@@ -95,6 +95,12 @@ type stateFile struct {
 	dir    string
 	logger *slog.Logger
 	owner  *logOwner
+	// logDir is the store's log directory checkpoints (log_dir_checkpoints.go), which hold the
+	// state of its partition tp instead of the folder's file; nil for a log opened on its own and
+	// for the store's internal logs.
+	logDir   *logDirCheckpoints
+	tp       topicPartition
+	inFolder bool // read found the state in the folder's file, as a store written before logDir did
 
 	// mu serialises writes of the state file; last is the one last written.
 	mu   sync.Mutex
@@ -105,6 +111,15 @@ type stateFile struct {
 // state file means a folder we did not write (one copied from a Kafka broker) or a damaged one:
 // the log then recovers as after a crash.
 func (sf *stateFile) read() (logState, bool) {
+	if sf.logDir != nil {
+		st, ok, inFolder := sf.logDir.get(sf.tp)
+		if !inFolder {
+			return st, ok
+		}
+		// A store written before it kept the files: the state is in the partition's folder,
+		// which is removed once the store's files hold it (removeFolderState).
+		sf.inFolder = true
+	}
 	return readCheckpointed(sf.fs, filepath.Join(sf.dir, stateFileName), decodeLogState, sf.logger,
 		"log state unreadable; recovering as after a crash")
 }
@@ -142,12 +157,53 @@ func (sf *stateFile) write(st logState) error {
 // share the temporary file) and guards last, the state last written, failed or not: the
 // flusher's checkpoint of the recovery point keeps its log start offset.
 func (sf *stateFile) writeLocked(st logState) error {
+	return sf.writeLockedAs(st, true)
+}
+
+// note records st as write does where a crash before it reaches the disk loses nothing: at the
+// end of a load (a stale recovery point only makes the next recovery scan more, and the store's
+// files, written once every log is open, carry it) and at Close (Store.Close writes the files
+// once every log is closed). A log opened on its own writes its file as write does.
+func (sf *stateFile) note(st logState) error {
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	return sf.writeLockedAs(st, false)
+}
+
+// writeLockedAs is writeLocked; durable false only notes the state in the store's files (see
+// note). The folder's own file is written while it carries an earlier version's replication
+// lines, until the partition holds them in its own checkpoint.
+func (sf *stateFile) writeLockedAs(st logState, durable bool) error {
 	st.legacy = sf.owner.legacyReplication()
 	sf.last = st
-	if err := checkpoint.Write(sf.fs, filepath.Join(sf.dir, stateFileName), st.encode()); err != nil {
-		return err
+	if sf.logDir != nil {
+		if !durable {
+			sf.logDir.note(sf.tp, st)
+		} else if err := sf.logDir.set(sf.tp, st); err != nil {
+			return err
+		}
+	}
+	if sf.logDir == nil || st.legacy.present {
+		if err := checkpoint.Write(sf.fs, filepath.Join(sf.dir, stateFileName), st.encode()); err != nil {
+			return err
+		}
 	}
 	return sf.owner.checkpointed()
+}
+
+// removeFolderState removes the folder's own state file of a store's partition whose state the
+// store's files now hold durably (written before the store kept them); a no-op otherwise.
+func (sf *stateFile) removeFolderState() error {
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	if sf.logDir == nil || !sf.inFolder || sf.owner.legacyReplication().present {
+		return nil
+	}
+	if err := sf.fs.Remove(filepath.Join(sf.dir, stateFileName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	sf.inFolder = false
+	return nil
 }
 
 // saveState checkpoints the log's current state (not clean: the log is open), and with it its

@@ -39,6 +39,14 @@ type options struct {
 	// cleanerPoints is the store's cleaner-offset-checkpoint, set by Open for its partitions;
 	// nil for a log opened on its own, whose cleaner point lives in memory only.
 	cleanerPoints *cleanerPoints
+	// logDir is the store's recovery point and log start offset checkpoints, set by Open;
+	// logDirTP is the partition openPartition opens, whose log keeps its state there (a log
+	// opened on its own, or an internal log, has none and keeps its state in its folder).
+	logDir   *logDirCheckpoints
+	logDirTP topicPartition
+	// parallelLogs is how many logs a store opens and closes at once (0: parallelLogs, see
+	// log_workers.go); tests that replay a store's file operations in order set 1.
+	parallelLogs int
 }
 
 func newOptions(opts []Option) options {
@@ -98,9 +106,12 @@ func WithRetentionCheckInterval(d time.Duration) Option {
 // WithMaxOpenFiles bounds the segment files (descriptors) a store keeps open across all its
 // topics and partitions, or a log opened with OpenLog keeps open. Each open segment holds 3: its
 // .log file and its two index files, whose mappings go with them. Sealed segments open their files
-// on first use and, once more than n are open, the least recently used idle ones are closed; an
-// active segment always stays open, and so does a segment a read is using, so the bound is passed
-// for a while rather than failing a read when all open segments are active or in use.
+// on first use and, once more than n are open, the least recently used idle ones are closed. The
+// active segments count and are closed too while idle (no append, truncation or flush of their
+// log at work, no read using them): the next append or read opens them again, so a store of ten
+// thousand partitions runs under the bound. A segment being written to or read stays open, so the
+// bound is passed for a while rather than failing a write or a read when all open segments are
+// in use.
 //
 // Without this option (or with n = 0) the bound is a quarter of the process's soft RLIMIT_NOFILE,
 // at least 12 and at most DefaultMaxOpenFiles (1024): 4 partitions of thousands of segments then

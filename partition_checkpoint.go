@@ -66,6 +66,7 @@ func readReplicationCheckpoint(fsy fsys.FS, dir string, logger *slog.Logger) (re
 // its own checkpoint before the log stops writing it back, so that no crash loses it.
 func openPartition(topic string, id int32, dir string, cfg LogConfig, o options, onChange func()) (*Partition, error) {
 	saved, ok := readReplicationCheckpoint(o.fs, dir, o.logger)
+	o.logDirTP = topicPartition{topic: topic, partition: id}
 	l, err := openLog(dir, cfg, o, false, saved.replicated)
 	if err != nil {
 		return nil, err

@@ -77,6 +77,10 @@ func TestReplicationCheckpointFromOldStateFile(t *testing.T) {
 		dir := env.path(repTopic + "-0")
 		require.NotContains(t, env.entries(t, repTopic+"-0"), replicationFileName, "never replicated")
 		old := "log-start-offset 0\nrecovery-point 10\nclean-shutdown 1\nhigh-watermark 7\nleader-epoch 4\n"
+		// That version kept no log directory checkpoints.
+		for _, name := range []string{recoveryPointCheckpointName, logStartCheckpointName, cleanShutdownName} {
+			require.NoError(t, env.FS().Remove(env.path(name)))
+		}
 		require.NoError(t, checkpoint.Write(env.FS(), filepath.Join(dir, stateFileName), []byte(old)))
 		require.Equal(t, logState{recoveryPoint: 10, clean: true,
 			legacy: legacyReplication{present: true, highWatermark: 7, leaderEpoch: 4}}, readTestState(t, env.FS(), dir))

@@ -1,11 +1,13 @@
 package commitlog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"maps"
 	"os"
 	"path/filepath"
@@ -36,9 +38,10 @@ const deleteSuffix = "-delete"
 // one folder per partition, "<topic>-<partition>", directly under the directory. A Store is safe
 // for concurrent use.
 type Store struct {
-	dir    string
-	o      options
-	unlock io.Closer
+	dir     string
+	o       options
+	unlock  io.Closer
+	workers logWorkers // open and close the partitions' logs, so many at once (log_workers.go)
 
 	mu      sync.RWMutex
 	topics  map[string]*Topic
@@ -86,7 +89,7 @@ type Store struct {
 // link is not opened (it is logged); the store opens without it.
 func Open(dir string, opts ...Option) (s *Store, err error) {
 	o := newOptions(opts)
-	s = &Store{dir: dir, o: o, topics: map[string]*Topic{}, byID: map[TopicID]*Topic{},
+	s = &Store{dir: dir, o: o, workers: newLogWorkers(cmp.Or(o.parallelLogs, parallelLogs)), topics: map[string]*Topic{}, byID: map[TopicID]*Topic{},
 		readers: map[string]*Reader{}, members: map[*GroupReader]struct{}{}}
 	if err := fsys.MkdirAllDurable(o.fs, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("commitlog: open %s: %w", dir, err)
@@ -105,6 +108,10 @@ func Open(dir string, opts ...Option) (s *Store, err error) {
 		o.logger.Warn("cleaner offset checkpoint unreadable; compacted logs are cleaned from their start", "err", err)
 	}
 	s.o.cleanerPoints = points
+	if s.o.logDir, err = openLogDirCheckpoints(o.fs, dir, o.logger); err != nil {
+		u.Close()
+		return nil, err
+	}
 	opened := s // "return nil, err" sets s to nil before the cleanup runs
 	defer func() {
 		if err != nil {
@@ -116,6 +123,9 @@ func Open(dir string, opts ...Option) (s *Store, err error) {
 		}
 	}()
 	if err := s.load(); err != nil {
+		return nil, err
+	}
+	if err := s.checkpointLogDir(); err != nil {
 		return nil, err
 	}
 	s.txn = newCoordinator(s)
@@ -262,8 +272,19 @@ func (s *Store) load() error {
 			adopted = true
 		}
 	}
+	// The topics to open, checked one by one in name order, then opened all at once (their
+	// partitions on the store's workers, log_workers.go), as Kafka's LogManager loads the logs of
+	// a log directory on its recovery threads.
+	type toOpen struct {
+		name string
+		ids  []TopicID // read before the logs open
+		t    *Topic
+		err  error
+	}
+	var opening []toOpen
+	var names []string // of opening
 	for _, name := range slices.Sorted(maps.Keys(s.configs)) {
-		if err := s.checkCaseCollision(name); err != nil {
+		if err := caseCollision(name, slices.Values(names)); err != nil {
 			return err
 		}
 		if link := s.symlinkedPartition(name, s.configs[name].Partitions); link != "" {
@@ -296,14 +317,29 @@ func (s *Store) load() error {
 		if err != nil {
 			return fmt.Errorf("commitlog: topic %s: %w", name, err)
 		}
-		t, err := openTopic(s, name, s.configs[name])
-		if err != nil {
-			return err
+		opening = append(opening, toOpen{name: name, ids: ids})
+		names = append(names, name)
+	}
+	s.workers.all(len(opening), func(i int) error {
+		o := &opening[i]
+		o.t, o.err = openTopic(s, o.name, s.configs[o.name])
+		return o.err
+	})
+	var openErrs []error
+	for _, o := range opening {
+		if o.err != nil {
+			openErrs = append(openErrs, o.err)
+			continue
 		}
-		s.topics[name] = t
+		s.topics[o.name] = o.t // closed by Open if anything fails
+	}
+	if err := errors.Join(openErrs...); err != nil {
+		return err
+	}
+	for _, o := range opening {
 		// After the logs: the folders of the topic a CreateTopic was creating exist only now.
-		if err := s.loadTopicID(t, ids); err != nil {
-			return fmt.Errorf("commitlog: topic %s: %w", name, err)
+		if err := s.loadTopicID(o.t, o.ids); err != nil {
+			return fmt.Errorf("commitlog: topic %s: %w", o.name, err)
 		}
 	}
 	if adopted || changed {
@@ -319,6 +355,26 @@ func (s *Store) load() error {
 	if creating != "" {
 		// The topic's folders exist now (or it is not configured: the creation failed).
 		return s.finishCreating()
+	}
+	return nil
+}
+
+// checkpointLogDir writes the store's recovery point and log start offset checkpoints once every
+// log is open (Kafka's LogManager checkpoints after loading the logs), then removes the state files
+// in the folders of the partitions of a store written before it kept them.
+func (s *Store) checkpointLogDir() error {
+	if err := s.o.logDir.opened(); err != nil {
+		return err
+	}
+	if err := s.o.logDir.flush(); err != nil {
+		return fmt.Errorf("commitlog: checkpoint %s: %w", s.dir, err)
+	}
+	for _, t := range s.topics {
+		for _, p := range t.parts() {
+			if err := p.log.state.removeFolderState(); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -366,7 +422,12 @@ func (s *Store) finishCreating() error {
 
 // checkCaseCollision returns ErrTopicExists when a held topic's name equals name but for case.
 func (s *Store) checkCaseCollision(name string) error {
-	for other := range s.topics {
+	return caseCollision(name, maps.Keys(s.topics))
+}
+
+// caseCollision returns ErrTopicExists when one of names equals name but for case.
+func caseCollision(name string, names iter.Seq[string]) error {
+	for other := range names {
 		if other != name && strings.EqualFold(other, name) {
 			return fmt.Errorf("%w: %q collides with %q on case-insensitive file systems", ErrTopicExists, name, other)
 		}
@@ -460,11 +521,8 @@ func (s *Store) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 		// leaves folders without the file, which the next Open writes with the ID of the
 		// folders that have it, or a new ID when none has.
 		t.id = s.unusedTopicID()
-		for _, dir := range s.partitionDirs(name, cfg.Partitions) {
-			if err = writePartitionMetadata(s.o.fs, dir, t.id); err != nil {
-				break
-			}
-		}
+		dirs := s.partitionDirs(name, cfg.Partitions)
+		err = errors.Join(s.workers.each(len(dirs), func(i int) error { return writePartitionMetadata(s.o.fs, dirs[i], t.id) })...)
 		if err == nil {
 			err = s.finishCreating()
 		}
@@ -582,6 +640,9 @@ func (s *Store) DeleteTopic(name string) error {
 	if cerr := s.o.cleanerPoints.drop(name); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
+	if cerr := s.o.logDir.drop(name); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
 	// The renamed folders go only once the configuration without the topic is durable: until
 	// then they are what tells the next open that the deletion is unfinished (see
 	// deletionUnfinished), and without them a configured topic would miss its folders.
@@ -624,9 +685,11 @@ func (s *Store) Close() error {
 	// Group members' waiting joins and syncs end before the log they write to closes.
 	s.groups.Close()
 	errs = append(errs, s.txn.close())
-	for _, t := range topics {
-		errs = append(errs, t.close())
-	}
+	// All at once, each topic's partitions on the store's workers (log_workers.go).
+	errs = append(errs, s.workers.all(len(topics), func(i int) error { return topics[i].close() })...)
+	// Every log has noted its final state: the store's files get them, then the clean
+	// shutdown marker if every log closed cleanly.
+	errs = append(errs, s.o.logDir.markClean())
 	errs = append(errs, s.unlock.Close())
 	return errors.Join(errs...)
 }

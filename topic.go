@@ -24,6 +24,9 @@ type Topic struct {
 	// and sees one configuration and one partition list, which only grows.
 	state atomic.Pointer[topicState]
 
+	// workers are the store's, which open and close the partitions' logs (log_workers.go).
+	workers logWorkers
+
 	partitioner atomic.Pointer[Partitioner]
 	routes      sync.Pool // *routing, AppendAcks' scratch
 
@@ -43,7 +46,7 @@ type topicState struct {
 
 // openTopic opens (creating when missing) every partition of a topic.
 func openTopic(s *Store, name string, cfg TopicConfig) (*Topic, error) {
-	t := &Topic{positions: s, now: s.o.now, name: name}
+	t := &Topic{positions: s, now: s.o.now, name: name, workers: s.workers}
 	p := KeyHashPartitioner()
 	t.partitioner.Store(&p)
 	parts, err := t.openPartitions(s, 0, cfg.Partitions, cfg.LogConfig)
@@ -59,18 +62,28 @@ func openTopic(s *Store, name string, cfg TopicConfig) (*Topic, error) {
 // openPartitions opens (creating when missing) partitions from to to-1 of the topic with cfg; on
 // failure it closes those it opened. The topic publishes them.
 func (t *Topic) openPartitions(s *Store, from, to int32, cfg LogConfig) ([]*Partition, error) {
-	var parts []*Partition
-	for i := from; i < to; i++ {
-		p, err := openPartition(t.name, i, filepath.Join(s.dir, partitionDirName(t.name, i)), cfg, s.o, t.broadcast)
+	parts := make([]*Partition, to-from)
+	errs := s.workers.each(int(to-from), func(i int) error {
+		id := from + int32(i)
+		p, err := openPartition(t.name, id, filepath.Join(s.dir, partitionDirName(t.name, id)), cfg, s.o, t.broadcast)
 		if err != nil {
-			for _, p := range parts {
+			return fmt.Errorf("commitlog: topic %s partition %d: %w", t.name, id, err)
+		}
+		parts[i] = p
+		return nil
+	})
+	if err := errors.Join(errs...); err != nil {
+		for _, p := range parts {
+			if p != nil {
 				p.close()
 				p.log.Close()
 			}
-			return nil, fmt.Errorf("commitlog: topic %s partition %d: %w", t.name, i, err)
 		}
-		parts = append(parts, p)
+		return nil, err
 	}
+	// Logs opened at once keep each other's files open while they load (their writer locks are
+	// held): the bound is enforced again now that they are idle.
+	s.o.caches.Files.Trim()
 	return parts, nil
 }
 
@@ -294,12 +307,11 @@ func (t *Topic) close() error {
 		t.appended = nil
 	}
 	t.mu.Unlock()
-	var errs []error
-	for _, p := range t.parts() {
-		p.close()
-		errs = append(errs, p.log.Close())
-	}
-	return errors.Join(errs...)
+	parts := t.parts()
+	return errors.Join(t.workers.each(len(parts), func(i int) error {
+		parts[i].close()
+		return parts[i].log.Close()
+	})...)
 }
 
 // ApplyRetention is ApplyRetentionAt at the time of the store's clock (WithClock, else time.Now).

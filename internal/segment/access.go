@@ -53,12 +53,18 @@ func (s *Segment) Truncations() uint64 { return s.truncations.Load() }
 // File returns the .log file, for a zero-copy transfer (sendfile) of a range of whole batches.
 // It is valid while the caller holds a reference (Acquire) and has opened the files (FilesReady
 // or OpenFiles); the caller must not write to it.
-func (s *Segment) File() fsys.File { return s.file }
+func (s *Segment) File() fsys.File {
+	s.ensureOpen() // a failure leaves the closed file, whose reads return the error
+	return s.file
+}
 
 // WriteAt writes p, whole batches, to the .log file at pos, the segment's Size (plus what the
 // writer staged since): nothing of it is visible to readers until IndexBatch and SetSize. Single
 // writer. On error part of p may be in the file: the writer removes it with DiscardFrom.
 func (s *Segment) WriteAt(p []byte, pos int64) error {
+	if err := s.ensureOpen(); err != nil {
+		return err
+	}
 	_, err := s.file.WriteAt(p, pos)
 	return err
 }
@@ -66,13 +72,28 @@ func (s *Segment) WriteAt(p []byte, pos int64) error {
 // DiscardFrom truncates the .log file to pos, at or past Size: a failed write's partial bytes,
 // or, at load, a torn tail Load reported with Cut (then pos is its BadPos, already Size). The
 // indexes are left alone (nothing past Size is indexed). No fsync (see Sync). Single writer.
-func (s *Segment) DiscardFrom(pos int64) error { return s.file.Truncate(pos) }
+func (s *Segment) DiscardFrom(pos int64) error {
+	if err := s.ensureOpen(); err != nil {
+		return err
+	}
+	return s.file.Truncate(pos)
+}
 
 // Sync makes the .log file's data durable (fdatasync where the file system has it), and the
 // .txnindex file's when it was written since its last sync (Kafka's LogSegment.flush syncs the
 // txn index with the log). Safe concurrently with reads and with the single writer's WriteAt and
-// AppendAbortedTxn (it covers what was written before it began).
+// AppendAbortedTxn (it covers what was written before it began). Files the cache closed while
+// idle are opened again for it, and stay open until it ends: it runs outside the writer lock.
 func (s *Segment) Sync() error {
+	if s.writer != nil {
+		s.openMu.Lock()
+		defer s.openMu.Unlock()
+		if !s.dead {
+			if err := s.openLocked(); err != nil {
+				return err
+			}
+		}
+	}
 	if err := s.file.Sync(); err != nil {
 		return err
 	}
@@ -96,6 +117,9 @@ func (s *Segment) Unpin() {
 // and no writer changes the indexes meanwhile (IndexBatch, SealIndexes and Truncate of the
 // segment run under the writer side of the lock the caller holds for reading).
 func (s *Segment) Lookup(offset int64) int64 {
+	if s.offsetIdx == nil {
+		return 0 // files closed: the scan starts at the segment's first batch
+	}
 	_, pos := s.offsetIdx.Lookup(offset)
 	return pos
 }
@@ -105,6 +129,9 @@ func (s *Segment) Lookup(offset int64) int64 {
 // offset of the last entry whose timestamp is below ts, or the base offset when none is.
 // Conditions as for Lookup.
 func (s *Segment) LookupTime(ts int64) int64 {
+	if s.timeIdx == nil {
+		return s.baseOffset // files closed: the search starts at the segment's first offset
+	}
 	if off, ok := s.timeIdx.LookupBefore(ts); ok {
 		return off + 1
 	}
@@ -129,6 +156,9 @@ func (s *Segment) State() State {
 	st := State{Size: s.size.Load(), NextOffset: s.nextOffset, MaxTimestamp: s.maxTimestamp,
 		OffsetOfMaxTimestamp: s.offsetOfMaxTimestamp, RollTimestamp: s.rollTimestamp,
 		BytesSinceIndex: s.bytesSinceIndex, Sealed: s.sealed}
+	if s.ensureOpen() != nil {
+		return st // no index entries to show
+	}
 	for i := range s.offsetIdx.Entries() {
 		o, p := s.offsetIdx.Entry(i)
 		st.OffsetEntries = append(st.OffsetEntries, [2]int64{o, p})
@@ -144,6 +174,9 @@ func (s *Segment) State() State {
 // copying them as State does. The caller holds a reference with the files open, and the lock the
 // writer publishes under. For tests and diagnostics.
 func (s *Segment) IndexEntries() (offsetEntries, timeEntries int) {
+	if err := s.ensureOpen(); err != nil {
+		return 0, 0
+	}
 	return s.offsetIdx.Entries(), s.timeIdx.Entries()
 }
 
@@ -152,6 +185,9 @@ func (s *Segment) IndexEntries() (offsetEntries, timeEntries int) {
 // index.ErrCorrupt. The caller holds a reference with the files open, and the lock the writer
 // publishes under. For tests and diagnostics.
 func (s *Segment) CheckIndexes() (offsetErr, timeErr error) {
+	if err := s.ensureOpen(); err != nil {
+		return err, err
+	}
 	return s.offsetIdx.Check(s.size.Load()), s.timeIdx.Check(s.nextOffset - 1)
 }
 

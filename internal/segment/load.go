@@ -78,6 +78,18 @@ type CorruptBatch struct {
 // system's, and index errors other than a corrupt or missing index (those are rebuilt).
 func (s *Segment) Load(full bool, cutFrom int64) (LoadReport, error) {
 	rep := LoadReport{BadPos: -1, TxnIndexReset: s.txnReset}
+	if full && !s.sealed {
+		// The rebuild empties the indexes anyway. Opened as they are, the files a crash left
+		// at their preallocated size (segment.index.bytes, 10 MiB by default) would first get
+		// disk space for every byte and then be zeroed through the mapping: tens of MiB of page
+		// cache and writes per partition, as Kafka's LogSegment.recover avoids by resetting
+		// (truncating) the index files before it rebuilds them.
+		for _, suf := range []string{IndexSuffix, TimeIndexSuffix} {
+			if err := s.fs.Remove(s.Path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return rep, err
+			}
+		}
+	}
 	if err := s.openIndexes(!s.sealed); err != nil {
 		// A sealed segment's missing index is rebuilt like a corrupt one (an active segment's
 		// is created empty, and caught below).

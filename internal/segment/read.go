@@ -198,6 +198,9 @@ func (s *Segment) PositionOf(offset int64) (int64, error) {
 func (s *Segment) Truncate(pos int64) error {
 	// Counted before the cut, so that a read that saw the old bytes cannot cache their positions
 	// (PositionCache.put) and sees the change when it checks the count after its read.
+	if err := s.ensureOpen(); err != nil {
+		return err
+	}
 	s.truncations.Add(1)
 	s.posCache.invalidate(s)
 	if err := s.file.Truncate(pos); err != nil {

@@ -70,6 +70,12 @@ type Caches struct {
 	Files *FileCache
 	// Positions keeps ReadRecord's verified batches (nil: every ReadRecord checks its batch).
 	Positions *PositionCache
+	// Writer is the lock the segment's log holds while it writes (its appendMu): with it set,
+	// the file cache may close the files of the log's active segment too while idle, holding
+	// Writer meanwhile (it only tries it: a writer at work keeps the files open), and the
+	// segment's writer methods open them again when they find them closed (see ensureOpen).
+	// nil: an active segment keeps its files open. Not store-wide: each log sets its own.
+	Writer *sync.Mutex
 }
 
 // Name returns the file name stem of the segment with the given base offset: 20 digits,
@@ -96,11 +102,12 @@ func ParseName(name, suffix string) (int64, bool) {
 // indexes up under the lock the writer publishes under (the active segment's grow, and
 // truncation rebuilds a segment's), and read the .log file without it.
 //
-// The active segment's files are open for as long as it is active. A sealed segment's files are
-// opened on first use and may be closed again when idle (no read holds a reference) to keep the
-// files a store holds open under its bound (see FileCache): a read acquires the segment, then
-// finds its files open (FilesReady) or opens them (OpenFiles); they stay open until it releases.
-// The in-memory state (sizes, offsets, timestamps) stays whether the files are open or not.
+// A segment's files are opened on first use and may be closed again when idle (no read holds a
+// reference, and, for the active segment, its log's writer is not at work: Caches.Writer) to
+// keep the files a store holds open under its bound (see FileCache): a read acquires the
+// segment, then finds its files open (FilesReady) or opens them (OpenFiles); they stay open
+// until it releases. The writer's methods open them again themselves (ensureOpen). The
+// in-memory state (sizes, offsets, timestamps) stays whether the files are open or not.
 type Segment struct {
 	fs         fsys.FS
 	dir        string
@@ -108,6 +115,10 @@ type Segment struct {
 	// cfg is the log's configuration as the segment uses it; SetConfig replaces it whole.
 	cfg   atomic.Pointer[Config]
 	files *FileCache // bounds open files across the store; nil keeps the files open
+	// writer is Caches.Writer: the log's writer lock, which the cache holds while it closes the
+	// files of the segment when its indexes are writable (evictWriter says it does).
+	writer      *sync.Mutex
+	evictWriter bool // guarded by openMu
 
 	// file and the indexes are valid while isOpen is set (for a reader that holds a reference,
 	// until it releases it); they change only under openMu with no reference held, or, for the
@@ -233,7 +244,7 @@ func Create(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Cache
 
 // create is Create with the files named with suffix after their kind's (see Path).
 func create(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Caches, spared bool, suffix string) (*Segment, error) {
-	s := &Segment{fs: fsy, dir: dir, baseOffset: baseOffset, files: caches.Files, posCache: caches.Positions,
+	s := &Segment{fs: fsy, dir: dir, baseOffset: baseOffset, files: caches.Files, writer: caches.Writer, posCache: caches.Positions,
 		nextOffset: baseOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1}
 	s.cfg.Store(cfg)
 	s.setSuffix(suffix)
@@ -290,7 +301,7 @@ func Open(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Caches,
 
 // open is Open of the files named with suffix after their kind's (see Path).
 func open(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Caches, sealed bool, suffix string) (*Segment, error) {
-	s := &Segment{fs: fsy, dir: dir, baseOffset: baseOffset, files: caches.Files, posCache: caches.Positions,
+	s := &Segment{fs: fsy, dir: dir, baseOffset: baseOffset, files: caches.Files, writer: caches.Writer, posCache: caches.Positions,
 		nextOffset: baseOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1, sealed: sealed}
 	s.cfg.Store(cfg)
 	s.setSuffix(suffix)
@@ -330,15 +341,31 @@ func (s *Segment) FilesReady() bool {
 	return true
 }
 
-// OpenFiles opens the files of a sealed segment closed for idleness (a no-op when they are open),
-// for a read that has acquired s and called FilesReady. The indexes are mapped read-only; the
-// .log file is opened for writing too, as truncation may make the segment active again. The
-// files are found under their names of now (Path): "*.deleted" once the segment is retired, those
+// OpenFiles opens the files of a segment closed for idleness (a no-op when they are open), for a
+// read that has acquired s and called FilesReady. A sealed segment's indexes are mapped
+// read-only, the active segment's writable (preallocated again, as when it was made); the .log
+// file is opened for writing too, as truncation may make the segment active again. The files
+// are found under their names of now (Path): "*.deleted" once the segment is retired, those
 // SetSuffix gave them during a compaction's swap. ErrClosed when the log closed or the segment
 // was removed.
 func (s *Segment) OpenFiles() error {
 	s.openMu.Lock()
 	defer s.openMu.Unlock()
+	return s.openLocked()
+}
+
+// ensureOpen opens the files of the segment again if the file cache closed them while idle: the
+// writer's methods call it first. The writer holds its lock (Caches.Writer), so the cache cannot
+// close them again before the writer lets go of it. Reads go through Acquire and OpenFiles.
+func (s *Segment) ensureOpen() error {
+	if s.isOpen.Load() {
+		return nil
+	}
+	return s.OpenFiles()
+}
+
+// openLocked is OpenFiles for a caller holding openMu.
+func (s *Segment) openLocked() error {
 	if s.dead {
 		return ErrClosed
 	}
@@ -350,42 +377,70 @@ func (s *Segment) OpenFiles() error {
 	if err != nil {
 		return err
 	}
-	ox, err := index.OpenOffset(s.fs, s.Path(IndexSuffix), s.baseOffset, s.cfg.Load().SegmentIndexBytes, false)
-	if err != nil {
+	pinned := s.pinned.Load()
+	s.file = f
+	if err := s.openIndexes(!s.sealed); err != nil {
+		s.pinned.Store(pinned)
 		return errors.Join(err, f.Close())
 	}
-	tx, err := index.OpenTime(s.fs, s.Path(TimeIndexSuffix), s.baseOffset, s.cfg.Load().SegmentIndexBytes, false)
-	if err != nil {
-		return errors.Join(err, ox.Close(), f.Close())
-	}
-	s.file, s.offsetIdx, s.timeIdx = f, ox, tx
 	s.isOpen.Store(true)
 	s.files.add(s)
 	return nil
 }
 
 // beginEvict claims s for the cache to close its files: it succeeds only when nobody opens or
-// closes s (openMu is free; it stays held until finishEvict), s is open, not pinned, and no read
-// holds it (the reference count goes from 0 to evicting, so a read acquiring s meanwhile sees a
-// negative count and waits on openMu).
+// closes s (openMu is free; it stays held until finishEvict), s is open, no read holds it (the
+// reference count goes from 0 to evicting, so a read acquiring s meanwhile sees a negative count
+// and waits on openMu), and s is not pinned, or is its log's active segment (writable indexes)
+// and its writer is not at work: the writer lock, tried and not waited for, stays held until
+// finishEvict, and the writer's next method opens the files again (ensureOpen). A segment made
+// by CreateCleaned stays pinned until Unpin whatever the writer does.
 func (s *Segment) beginEvict() bool {
 	if !s.openMu.TryLock() {
 		return false
 	}
-	if s.dead || !s.isOpen.Load() || s.pinned.Load() || !s.refs.CompareAndSwap(0, evicting) {
+	if s.dead || !s.isOpen.Load() {
 		s.openMu.Unlock()
 		return false
 	}
+	locked := false
+	if s.pinned.Load() {
+		if s.writer == nil || !s.writer.TryLock() {
+			s.openMu.Unlock()
+			return false
+		}
+		// Pinned under the writer lock, unpinned by the writer: look again now that it is held.
+		if s.pinHeld || (s.sealed && s.pinned.Load()) {
+			s.writer.Unlock()
+			s.openMu.Unlock()
+			return false
+		}
+		locked = true
+	}
+	if !s.refs.CompareAndSwap(0, evicting) {
+		if locked {
+			s.writer.Unlock()
+		}
+		s.openMu.Unlock()
+		return false
+	}
+	s.evictWriter = locked
 	return true
 }
 
 // finishEvict closes the files of a segment beginEvict claimed and lets reads open them again.
+// Writable indexes are trimmed to their entries as a close trims them; OpenFiles preallocates
+// them again.
 func (s *Segment) finishEvict() error {
 	// Cleared before the count is restored: a read that sees its reference counted sees the
 	// files closed.
 	s.isOpen.Store(false)
 	err := s.closeFiles()
 	s.refs.Add(-evicting)
+	if s.evictWriter {
+		s.evictWriter = false
+		s.writer.Unlock()
+	}
 	s.openMu.Unlock()
 	return err
 }
@@ -449,6 +504,9 @@ type BatchInfo struct {
 // SetSize covers it. Single writer, and no index lookup may run meanwhile (the log holds its
 // readers' lock for writing). Errors: the index's (a failed store through its mapping).
 func (s *Segment) IndexBatch(b BatchInfo) error {
+	if err := s.ensureOpen(); err != nil {
+		return err
+	}
 	if s.rollTimestamp < 0 {
 		s.rollTimestamp = b.MaxTimestamp
 	}
@@ -483,6 +541,9 @@ func (s *Segment) IndexBatch(b BatchInfo) error {
 // go to the .log, so that a full disk fails it with nothing written (syscall.ENOSPC from the
 // file system). Single writer.
 func (s *Segment) ReserveIndexes(batches int) error {
+	if err := s.ensureOpen(); err != nil {
+		return err
+	}
 	if err := s.offsetIdx.Reserve(batches); err != nil {
 		return err
 	}
@@ -500,6 +561,10 @@ func (s *Segment) CanHold(n int, lastOffset, maxTimestamp int64) bool {
 
 // CanHoldAt is CanHold for the segment grown to size bytes (with appends staged for it).
 func (s *Segment) CanHoldAt(size int64, n int, lastOffset, maxTimestamp int64) bool {
+	if s.ensureOpen() != nil {
+		// Refused: the roll that follows finds the error again and returns it.
+		return false
+	}
 	if size == 0 {
 		return s.offsetIdx.CanAppend(lastOffset) && s.timeIdx.CanAppend(lastOffset)
 	}
@@ -522,6 +587,9 @@ func (s *Segment) Seal() error {
 	if s.sealed {
 		return nil
 	}
+	if err := s.ensureOpen(); err != nil {
+		return err
+	}
 	if err := s.file.Sync(); err != nil {
 		return err
 	}
@@ -537,6 +605,9 @@ func (s *Segment) Seal() error {
 // sealed. It does no fsync: a rolling log runs it under the lock readers take for index lookups
 // and syncs afterwards.
 func (s *Segment) SealIndexes() error {
+	if err := s.ensureOpen(); err != nil {
+		return err
+	}
 	if s.maxTimestamp >= 0 {
 		if err := s.timeIdx.MaybeAppend(s.maxTimestamp, s.offsetOfMaxTimestamp); err != nil && !errors.Is(err, index.ErrFull) {
 			return err
@@ -557,6 +628,9 @@ func (s *Segment) SealIndexes() error {
 // may be closed for idleness: nothing is written to them again, and a reopen finds them as they
 // are (a segment made by CreateCleaned stays pinned until Unpin). Single writer.
 func (s *Segment) SyncIndexes() error {
+	if err := s.ensureOpen(); err != nil {
+		return err
+	}
 	err := errors.Join(s.offsetIdx.Sync(), s.timeIdx.Sync(), s.txn.Sync())
 	if err == nil && s.sealed && !s.pinHeld {
 		s.pinned.Store(false)
