@@ -59,6 +59,8 @@ type Partition struct {
 	fetcher   *ReplicaFetcher // the running fetch loop of a follower, or nil
 
 	replica Replica // the replication API, Replica()
+
+	queue appendQueue // AppendAcks' coalesced appends (partition_append_queue.go)
 }
 
 // newPartition wraps partition id's log. A partition whose replication state start says it was
@@ -117,6 +119,9 @@ func (p *Partition) AppendAcks(ctx context.Context, acks Acks, recs ...*Record) 
 	}
 	for _, r := range recs {
 		r.Topic, r.Partition = p.topicName, p.id
+	}
+	if len(recs) > 0 && p.queue.on() {
+		return p.appendQueued(ctx, acks, recs)
 	}
 	var next int64
 	err := p.appendAsLeader(ctx, acks, func() (writeTicket, error) {
