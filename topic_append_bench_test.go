@@ -16,9 +16,10 @@ import (
 // concurrent appends (batch.size=16384, the default) and without it (batch.size=0, every call its
 // own batch and write, the log's group commit alone). The log=group-commit line is its twin
 // on one Log: Log.Append of one record per call from 16 goroutines, the log's group commit alone,
-// for the ratio. One op is one record; the benchmarks report records/s, and batches/record (the
-// batches the appends wrote over the records) and appends/fsync (records per group-commit fsync),
-// which say how well concurrent appends share a write and an fsync whatever the disk's speed.
+// for the ratio. One op is one record; the benchmarks report records/s, cpu-ns/op (the process's
+// CPU time per record), and batches/record (the batches the appends wrote over the records) and
+// appends/fsync (records per group-commit fsync), which say how well concurrent appends share a
+// batch and an fsync whatever the disk's speed.
 //
 //	go test -run='^$' -bench=TopicAppendSingle -benchtime=2s .
 func BenchmarkTopicAppendSingle(b *testing.B) {
@@ -83,22 +84,24 @@ func benchSingleRecords(b *testing.B, g int, logs []*Log, appendOne func(*Record
 	b.ResetTimer()
 	m0 := benchMallocs()
 	var next atomic.Int64
-	var wg sync.WaitGroup
 	errs := make(chan error, g)
-	for w := range g {
-		wg.Go(func() {
-			proto := benchRecord(w)
-			for next.Add(1) <= int64(b.N) {
-				r := &Record{Key: proto.Key, Value: proto.Value}
-				if err := appendOne(r); err != nil {
-					errs <- err
-					return
+	benchCPU(b, func() {
+		var wg sync.WaitGroup
+		for w := range g {
+			wg.Go(func() {
+				proto := benchRecord(w)
+				for next.Add(1) <= int64(b.N) {
+					r := &Record{Key: proto.Key, Value: proto.Value}
+					if err := appendOne(r); err != nil {
+						errs <- err
+						return
+					}
 				}
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
+			})
+		}
+		wg.Wait()
+		b.StopTimer()
+	})
 	close(errs)
 	if err := <-errs; err != nil {
 		b.Fatal(err)
