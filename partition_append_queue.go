@@ -70,10 +70,12 @@ type appendQueue struct {
 	pending []*queuedAppend
 	bytes   int  // the pending calls' estimated bytes
 	busy    bool // a leader runs (or is about to run) a round: new calls queue
-	// gathered, while a leader gathers calls (see gather), is closed once wakeCount calls or
-	// wakeBytes bytes are queued.
+	// gathering says that a leader gathers calls (see gather): the call that makes wakeCount
+	// calls or wakeBytes bytes queued then sends on gathered (capacity 1) and clears it.
+	gathering            bool
 	gathered             chan struct{}
 	wakeCount, wakeBytes int
+	timer                *time.Timer // gather's, stopped between waits
 	// callers is how many calls the last round answered plus those queued during it: the
 	// callers appending now, which the next round waits for (see gather). lastRound is how
 	// long that round's write and fsync took.
@@ -82,7 +84,10 @@ type appendQueue struct {
 
 	recs   []*Record
 	starts []int
+	round  []*queuedAppend
 	live   []*queuedAppend
+	// free keeps answered calls, with their signal channels, for the next ones.
+	free sync.Pool
 }
 
 // queuedAppend is one call waiting in an appendQueue.
@@ -133,11 +138,12 @@ func (p *Partition) appendQueued(ctx context.Context, acks Acks, recs []*Record)
 			return err
 		}
 	}
-	e := &queuedAppend{ctx: ctx, acks: acks, recs: recs, signal: make(chan bool, 1)}
+	q := &p.queue
+	e := q.get()
+	e.ctx, e.acks, e.recs = ctx, acks, recs
 	for _, r := range recs {
 		e.bytes += recordbatch.RecordSizeBound(r.Key, r.Value, r.Headers)
 	}
-	q := &p.queue
 	if q.linger > 0 {
 		e.arrived = time.Now()
 	}
@@ -146,9 +152,9 @@ func (p *Partition) appendQueued(ctx context.Context, acks Acks, recs []*Record)
 	q.bytes += e.bytes
 	lead := !q.busy
 	q.busy = true
-	if q.gathered != nil && (len(q.pending) >= q.wakeCount || q.bytes >= q.wakeBytes) {
-		close(q.gathered)
-		q.gathered = nil
+	if q.gathering && (len(q.pending) >= q.wakeCount || q.bytes >= q.wakeBytes) {
+		q.gathering = false
+		q.gathered <- struct{}{}
 	}
 	q.mu.Unlock()
 	if !lead {
@@ -157,10 +163,26 @@ func (p *Partition) appendQueued(ctx context.Context, acks Acks, recs []*Record)
 	if lead {
 		p.leadRound(e)
 	}
-	if e.err != nil {
-		return e.err
+	err := e.err
+	q.put(e) // answered: no round refers to it any more
+	if err != nil {
+		return err
 	}
 	return p.awaitAcks(ctx, acks, recs[len(recs)-1].Offset+1)
+}
+
+// get returns a call to fill in, from the free ones when it can.
+func (q *appendQueue) get() *queuedAppend {
+	if e, ok := q.free.Get().(*queuedAppend); ok {
+		return e
+	}
+	return &queuedAppend{signal: make(chan bool, 1)}
+}
+
+// put keeps e, answered (its signal received, or never sent), for a later call.
+func (q *appendQueue) put(e *queuedAppend) {
+	*e = queuedAppend{signal: e.signal}
+	q.free.Put(e)
 }
 
 // wait waits until e's round is done (false) or e must lead the next round (true). A call whose
@@ -205,8 +227,7 @@ func (p *Partition) leadRound(self *queuedAppend) {
 		size += q.pending[n].bytes
 		n++
 	}
-	round := make([]*queuedAppend, n)
-	copy(round, q.pending)
+	round := append(q.round[:0], q.pending[:n]...)
 	q.pending = append(q.pending[:0], q.pending[n:]...)
 	q.bytes -= size
 	q.mu.Unlock()
@@ -220,8 +241,10 @@ func (p *Partition) leadRound(self *queuedAppend) {
 			e.signal <- false
 		}
 	}
+	clear(round)
+	q.round = round[:0] // the next leader's, once handed over below
 	q.mu.Lock()
-	q.callers, q.lastRound = len(round)+len(q.pending), took
+	q.callers, q.lastRound = n+len(q.pending), took
 	if len(q.pending) > 0 {
 		next := q.pending[0]
 		next.state = leading
@@ -265,18 +288,23 @@ func (q *appendQueue) waitQueued(count int, d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	ch := make(chan struct{})
-	q.gathered, q.wakeCount, q.wakeBytes = ch, count, q.batchSize
-	q.mu.Unlock()
-	t := time.NewTimer(d)
-	select {
-	case <-ch:
-	case <-t.C:
+	if q.timer == nil {
+		q.gathered, q.timer = make(chan struct{}, 1), time.NewTimer(d)
+	} else {
+		q.timer.Reset(d) // stopped, its channel empty (Go 1.23's timers)
 	}
-	t.Stop()
+	q.gathering, q.wakeCount, q.wakeBytes = true, count, q.batchSize
+	q.mu.Unlock()
+	select {
+	case <-q.gathered:
+	case <-q.timer.C:
+	}
+	q.timer.Stop()
 	q.mu.Lock()
-	if q.gathered == ch {
-		q.gathered = nil
+	q.gathering = false
+	select {
+	case <-q.gathered: // sent after the timer fired: not for the next wait
+	default:
 	}
 }
 

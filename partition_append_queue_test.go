@@ -413,4 +413,3 @@ func TestLingerWaitsForBatchSize(t *testing.T) {
 		require.Equal(t, []int32{3, 1}, counts)
 	})
 }
-
