@@ -116,7 +116,8 @@ func (p *Partition) Append(ctx context.Context, recs ...*Record) error {
 // round, as Kafka's producer accumulates the records sent to one partition (RecordAccumulator):
 // their records, each call's together and in order, go into batches of up to batch.size bytes
 // (WithBatchSize), with one write and, for the calls that wait for durability, one fsync, the
-// first to start after they arrived. A lone call is written at once; WithLinger makes a round wait
+// first to start after they arrived (a round takes up to max.message.bytes of calls; later ones
+// wait for the next). A lone call is written at once; WithLinger makes a round wait
 // for more (linger.ms). Each call keeps its own offsets, timestamps and errors: a record too large
 // or a timestamp too far ahead fails its call alone (Kafka's producer fails the whole batch), a
 // call whose ctx is done while it is queued returns ctx's error with nothing written, and a

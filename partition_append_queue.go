@@ -19,7 +19,8 @@ import (
 // them durable (SyncAlways, acks other than AcksNone), and answers each call; the calls that
 // arrived meanwhile were queued, and the first of them leads the next round. So an append never
 // waits for more than the round in flight when it arrives and its own: the fsync it waits for is
-// the first that starts after it arrives (group commit). A lone caller finds nothing queued and
+// the first that starts after it arrives (group commit). (A round takes at most max.message.bytes
+// of calls, or batch.size when larger; the calls past that wait for the next round.) A lone caller finds nothing queued and
 // leads at once: coalescing adds no wait, Kafka's linger.ms=0 ("batch while busy"). WithLinger
 // makes a leader wait for more calls, up to linger.ms or until batch.size bytes are queued.
 //
