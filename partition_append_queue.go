@@ -3,6 +3,7 @@ package commitlog
 import (
 	"context"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -197,11 +198,8 @@ func (q *appendQueue) wait(e *queuedAppend) (lead bool) {
 	}
 	q.mu.Lock()
 	if e.state == queued {
-		for i, o := range q.pending {
-			if o == e {
-				q.pending = append(q.pending[:i], q.pending[i+1:]...)
-				break
-			}
+		if i := slices.Index(q.pending, e); i >= 0 {
+			q.pending = slices.Delete(q.pending, i, i+1) // clears the freed slot
 		}
 		q.bytes -= e.bytes
 		q.mu.Unlock()
@@ -229,7 +227,9 @@ func (p *Partition) leadRound(self *queuedAppend) {
 		n++
 	}
 	round := append(q.round[:0], q.pending[:n]...)
-	q.pending = append(q.pending[:0], q.pending[n:]...)
+	left := copy(q.pending, q.pending[n:])
+	clear(q.pending[left:])
+	q.pending = q.pending[:left]
 	q.bytes -= size
 	q.mu.Unlock()
 
