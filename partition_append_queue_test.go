@@ -413,3 +413,33 @@ func TestLingerWaitsForBatchSize(t *testing.T) {
 		require.Equal(t, []int32{3, 1}, counts)
 	})
 }
+
+// TestProducerAppendsNotCoalesced: an idempotent Producer's appends do not queue: each is its own
+// batch, with its producer id and sequence, even while another call's write is in flight.
+func TestProducerAppendsNotCoalesced(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		ctx := context.Background()
+		q := newQueueTest(t, fsy, LogConfig{})
+		prod, err := q.s.NewProducer(ctx, ProducerConfig{})
+		require.NoError(t, err)
+		defer prod.Close()
+		h := holdNextLogWrite(t, q.ffs)
+		firstDone := q.appendAsync(ctx, valueRecord("first"))
+		<-h.held
+		prodDone := make(chan error, 1)
+		go func() { prodDone <- prod.Append(ctx, "events", valueRecord("p-1"), valueRecord("p-2")) }()
+		// The producer's call is in the log's append path, not in the partition's queue.
+		require.Eventually(t, func() bool { return q.p.log.gc.writing.Load() == 2 }, 30*time.Second, time.Millisecond)
+		require.Equal(t, 0, queuedCalls(q.p))
+		h.Release()
+		require.NoError(t, <-firstDone)
+		require.NoError(t, <-prodDone)
+		hs := batchHeaders(t, readAllPartitionBatches(t, q.p))
+		require.Len(t, hs, 2)
+		require.Equal(t, int32(1), hs[0].RecordCount)
+		require.Equal(t, int64(-1), hs[0].ProducerID)
+		require.Equal(t, int32(2), hs[1].RecordCount)
+		require.GreaterOrEqual(t, hs[1].ProducerID, int64(0))
+		require.Equal(t, int32(0), hs[1].BaseSequence)
+	})
+}
