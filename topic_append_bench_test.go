@@ -14,7 +14,7 @@ import (
 // per call, with the store's default durability (SyncAlways, acks=all), from 1, 16 and 64
 // goroutines into a topic of 4 partitions on a file store, with the partitions' coalescing of
 // concurrent appends (batch.size=16384, the default) and without it (batch.size=0, every call its
-// own batch and write, the log's group commit alone). The log=group-commit line is its twin
+// own batch and write, the log's group commit alone), and with null keys. The log=group-commit line is its twin
 // on one Log: Log.Append of one record per call from 16 goroutines, the log's group commit alone,
 // for the ratio. One op is one record; the benchmarks report records/s, cpu-ns/op (the process's
 // CPU time per record), and batches/record (the batches the appends wrote over the records) and
@@ -27,10 +27,13 @@ func BenchmarkTopicAppendSingle(b *testing.B) {
 	for _, g := range []int{1, 16, 64} {
 		for _, batchSize := range []int{DefaultBatchSize, 0} {
 			b.Run(fmt.Sprintf("goroutines=%d/partitions=4/batch.size=%d", g, batchSize), func(b *testing.B) {
-				benchTopicSingle(b, g, WithBatchSize(batchSize))
+				benchTopicSingle(b, g, true, WithBatchSize(batchSize))
 			})
 		}
 	}
+	// Null keys: the sticky partitioner sends about 16 KiB of records to one partition before
+	// the next, so the goroutines' appends meet in one partition, as on one log.
+	b.Run("goroutines=16/partitions=4/keys=null", func(b *testing.B) { benchTopicSingle(b, 16, false) })
 	b.Run("goroutines=16/log=group-commit", func(b *testing.B) {
 		l, err := OpenLog(b.TempDir(), LogConfig{Sync: SyncAlways})
 		if err != nil {
@@ -45,8 +48,9 @@ func BenchmarkTopicAppendSingle(b *testing.B) {
 }
 
 // benchTopicSingle is one line of BenchmarkTopicAppendSingle: g goroutines appending single
-// records to a topic of 4 partitions on a file store opened with opts.
-func benchTopicSingle(b *testing.B, g int, opts ...Option) {
+// records, each goroutine's with a key of its own when keyed (else null keys), to a topic of 4
+// partitions on a file store opened with opts.
+func benchTopicSingle(b *testing.B, g int, keyed bool, opts ...Option) {
 	ctx := context.Background()
 	s, err := Open(b.TempDir(), opts...)
 	if err != nil {
@@ -66,7 +70,12 @@ func benchTopicSingle(b *testing.B, g int, opts ...Option) {
 	for _, p := range t.parts() {
 		logs = append(logs, p.log)
 	}
-	benchSingleRecords(b, g, logs, func(r *Record) error { return t.Append(ctx, r) })
+	benchSingleRecords(b, g, logs, func(r *Record) error {
+		if !keyed {
+			r.Key = nil
+		}
+		return t.Append(ctx, r)
+	})
 }
 
 // benchSingleRecords times b.N appends of one record each by appendOne, shared among g
