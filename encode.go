@@ -43,6 +43,16 @@ func (l *Log) getEncoder() *encoder {
 // batch carries its producer id and epoch, a base sequence counted from prod.baseSequence by the
 // records before it, and the transactional bit when prod.transactional.
 func (e *encoder) encode(recs []*Record, cfg *LogConfig, now time.Time, latest int64, prod *producerFields) (*pendingWrite, error) {
+	return e.encodeCalls(recs, nil, 0, cfg, now, latest, prod)
+}
+
+// encodeCalls is encode for the records of several appends, back to back in recs, each starting
+// at its index in starts (increasing, from 0): a producer's accumulated calls, coalesced (see
+// appendQueue). A call whose first record would take the batch it joins past batchSize bytes
+// (Kafka's batch.size: estimated, each record at its RecordSizeBound) starts a new batch; the
+// records after a call's first fill batches up to max.message.bytes, as encode's. With starts nil
+// it is encode.
+func (e *encoder) encodeCalls(recs []*Record, starts []int, batchSize int, cfg *LogConfig, now time.Time, latest int64, prod *producerFields) (*pendingWrite, error) {
 	attrs := recordbatch.Attributes(0).WithCodec(recordbatch.Codec(cfg.Compression))
 	if prod != nil && prod.transactional {
 		attrs |= recordbatch.AttrTransactional
@@ -105,7 +115,12 @@ func (e *encoder) encode(recs []*Record, cfg *LogConfig, now time.Time, latest i
 		} else if ts = r.Timestamp.UnixMilli(); ts > latest {
 			return nil, fmt.Errorf("record %d: %w", i, timestampError(cfg, ts, now))
 		}
-		if !e.b.AddWithin(limit, ts, r.Key, r.Value, r.Headers) {
+		within := limit
+		if len(starts) > 0 && starts[0] == i {
+			starts = starts[1:]
+			within = min(limit, batchSize)
+		}
+		if !e.b.AddWithin(within, ts, r.Key, r.Value, r.Headers) {
 			if err := flush(false); err != nil {
 				return nil, err
 			}

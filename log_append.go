@@ -67,6 +67,14 @@ func (l *Log) appendRecords(ctx context.Context, recs []*Record, await bool) (wr
 // appendProducerRecords is appendRecords for the batches of producer prod (nil: none); a retry
 // of batches the log holds sets recs' offsets to the original ones and writes nothing.
 func (l *Log) appendProducerRecords(ctx context.Context, recs []*Record, await bool, prod *producerFields) (writeTicket, error) {
+	return l.appendCalls(ctx, recs, nil, 0, await, prod)
+}
+
+// appendCalls is appendProducerRecords for the records of several appends, back to back in recs,
+// each starting at its index in starts, written with one write: a new call starts a new batch when
+// its first record would take the batch past batchSize bytes (see encoder.encodeCalls). An error
+// is the whole write's: nothing of any call is written. starts nil is one call.
+func (l *Log) appendCalls(ctx context.Context, recs []*Record, starts []int, batchSize int, await bool, prod *producerFields) (writeTicket, error) {
 	if err := ctx.Err(); err != nil {
 		return writeTicket{}, err
 	}
@@ -85,7 +93,7 @@ func (l *Log) appendProducerRecords(ctx context.Context, recs []*Record, await b
 	defer l.builders.Put(enc)
 	// The encoder gives records without a timestamp (all, under LogAppendTime) the append time
 	// and checks the others against TimestampAfterMax, as it encodes them.
-	w, err := enc.encode(recs, l.conf(), now, l.latestTimestamp(now), prod)
+	w, err := enc.encodeCalls(recs, starts, batchSize, l.conf(), now, l.latestTimestamp(now), prod)
 	if err != nil {
 		return writeTicket{}, err
 	}

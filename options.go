@@ -35,6 +35,9 @@ type options struct {
 	groupMaxSize      int           // group.max.size; 0: no limit
 	offsetsRetention  time.Duration // offsets.retention.minutes; 0: Kafka's default
 
+	batchSize int           // batch.size (WithBatchSize); 0: the default, -1: coalescing off
+	linger    time.Duration // linger.ms (WithLinger)
+
 	caches segment.Caches // the segments' open-file bound and record position cache, one per call
 	// cleanerPoints is the store's cleaner-offset-checkpoint, set by Open for its partitions;
 	// nil for a log opened on its own, whose cleaner point lives in memory only.

@@ -59,6 +59,8 @@ type Partition struct {
 	fetcher   *ReplicaFetcher // the running fetch loop of a follower, or nil
 
 	replica Replica // the replication API, Replica()
+
+	queue appendQueue // AppendAcks' coalesced appends (partition_append_queue.go)
 }
 
 // newPartition wraps partition id's log. A partition whose replication state start says it was
@@ -89,7 +91,8 @@ func (p *Partition) Topic() string { return p.topicName }
 func (p *Partition) ID() int32 { return p.id }
 
 // Append appends recs to this partition as one batch (several when they exceed
-// max.message.bytes), whatever their keys, with AcksAll; see AppendAcks.
+// max.message.bytes), whatever their keys, with AcksAll; see AppendAcks, and for the calls made
+// at the same time, which may share the batch, Coalescing there.
 func (p *Partition) Append(ctx context.Context, recs ...*Record) error {
 	return p.AppendAcks(ctx, AcksAll, recs...)
 }
@@ -108,6 +111,19 @@ func (p *Partition) Append(ctx context.Context, recs ...*Record) error {
 // records are committed with fewer copies than asked (Kafka's NOT_ENOUGH_REPLICAS_AFTER_APPEND).
 // ErrInvalidConfig for an acks value other than the three; ErrInvalidRecord, nothing written, for
 // a nil record. Other errors as for Log.Append.
+//
+// Coalescing. Calls made while the partition writes are queued and written together by the next
+// round, as Kafka's producer accumulates the records sent to one partition (RecordAccumulator):
+// their records, each call's together and in order, go into batches of up to batch.size bytes
+// (WithBatchSize), with one write and, for the calls that wait for durability, one fsync, the
+// first to start after they arrived (a round takes up to max.message.bytes of calls; later ones
+// wait for the next). A lone call is written at once; WithLinger makes a round wait
+// for more (linger.ms). Each call keeps its own offsets, timestamps and errors: a record too large
+// or a timestamp too far ahead fails its call alone (Kafka's producer fails the whole batch), a
+// call whose ctx is done while it is queued returns ctx's error with nothing written, and a
+// failed write or fsync fails every call of its round. An AcksNone call queued with calls that
+// wait for durability returns with them, after the round's fsync. A Producer's idempotent and
+// transactional appends are never coalesced.
 func (p *Partition) AppendAcks(ctx context.Context, acks Acks, recs ...*Record) error {
 	if err := acks.check(); err != nil {
 		return err
@@ -117,6 +133,9 @@ func (p *Partition) AppendAcks(ctx context.Context, acks Acks, recs ...*Record) 
 	}
 	for _, r := range recs {
 		r.Topic, r.Partition = p.topicName, p.id
+	}
+	if len(recs) > 0 && p.queue.on() {
+		return p.appendQueued(ctx, acks, recs)
 	}
 	var next int64
 	err := p.appendAsLeader(ctx, acks, func() (writeTicket, error) {

@@ -84,6 +84,7 @@ func openPartition(topic string, id int32, dir string, cfg LogConfig, o options,
 		cleaned = func(point int64) error { return cp.set(topic, id, point) }
 	}
 	p := newPartition(topic, id, l, onChange, start, saved, cleaned)
+	p.queue.init(o)
 	if !ok && legacy.present {
 		if err := p.saveCheckpoint(); err != nil {
 			return nil, errors.Join(fmt.Errorf("commitlog: checkpoint replication state: %w", err), l.Close())

@@ -125,7 +125,8 @@ func (t *Topic) SetPartitioner(p Partitioner) { t.partitioner.Store(&p) }
 
 // Append appends records to the topic: each record's partition is chosen by the partitioner,
 // records are grouped by partition into one batch per partition (in the order given), and each
-// partition's batch is appended as Partition.Append does, the partitions in parallel. On
+// partition's batch is appended as Partition.Append does, the partitions in parallel (calls from
+// several goroutines to one partition are coalesced into shared batches, see Partition.AppendAcks). On
 // success every record's Topic, Partition and Offset are set, and its Timestamp when zero (or
 // always, under LogAppendTime).
 //
