@@ -35,6 +35,8 @@ type options struct {
 	groupMaxSize      int           // group.max.size; 0: no limit
 	offsetsRetention  time.Duration // offsets.retention.minutes; 0: Kafka's default
 
+	pollInterval time.Duration // OpenReadOnly's look at the store (WithPollInterval); 0: the default
+
 	caches segment.Caches // the segments' open-file bound and record position cache, one per call
 	// cleanerPoints is the store's cleaner-offset-checkpoint, set by Open for its partitions;
 	// nil for a log opened on its own, whose cleaner point lives in memory only.
