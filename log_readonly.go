@@ -333,8 +333,9 @@ func (l *roLog) read(offset int64, maxBytes int) (batches []byte, err error) {
 	return b[:end2], nil
 }
 
-// offsetForTime returns the offset of the first batch holding a timestamp at or after ts (ms),
-// or the log end offset when none does.
+// offsetForTime returns the offset of the first record whose timestamp is at or after ts (ms),
+// in the first batch whose largest timestamp is (Kafka's ListOffsets by time), or the log end
+// offset when none is.
 func (l *roLog) offsetForTime(ts int64) (int64, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -350,7 +351,20 @@ func (l *roLog) offsetForTime(ts int64) (int64, error) {
 				return 0, fmt.Errorf("%w: %s at position %d: %w", ErrCorrupt, filepath.Join(l.dir, segment.Name(s.base)+segment.LogSuffix), pos, err)
 			}
 			if h.MaxTimestamp >= ts && h.LastOffset() >= start && !h.Attributes.Control() {
-				return max(h.BaseOffset, start), nil
+				// The first record at or after ts in the batch, as Kafka's ListOffsets finds it.
+				b := make([]byte, h.Size())
+				if _, err := s.f.ReadAt(b, pos); err != nil && !errors.Is(err, io.EOF) {
+					return 0, err
+				}
+				recs, err := DecodeRecords(nil, b, start, l.maxDecompressed)
+				if err != nil {
+					return 0, err
+				}
+				for _, r := range recs {
+					if r.Timestamp.UnixMilli() >= ts {
+						return r.Offset, nil
+					}
+				}
 			}
 			pos += int64(h.Size())
 		}

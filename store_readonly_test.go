@@ -138,7 +138,7 @@ func TestReadOnlyNeverBlocksWriter(t *testing.T) {
 		require.NoError(t, s.Close())
 
 		ro := env.openReadOnly(t, WithPollInterval(time.Millisecond))
-		for range 20 {
+		for range 5 {
 			live, err := ro.WriterLive()
 			require.NoError(t, err)
 			require.False(t, live)
