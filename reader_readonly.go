@@ -168,7 +168,7 @@ func (r *ReadOnlyReader) fetch(rp *roReaderPart) (bool, error) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultReaderMaxBytes
 	}
-	for range 8 { // batches of control records only give no records: try the next ones
+	for { // batches of control records only give no records: go on to the next ones
 		start, end := rp.log.offsets()
 		if rp.next < start || rp.next > end {
 			switch r.cfg.Reset {
@@ -190,7 +190,7 @@ func (r *ReadOnlyReader) fetch(rp *roReaderPart) (bool, error) {
 		}
 		b, err := rp.log.read(rp.next, maxBytes)
 		if errors.Is(err, ErrOffsetOutOfRange) {
-			continue // moved under us: the next turn applies the policy
+			return false, nil // moved under us since offsets: the next look applies the policy
 		}
 		if err != nil {
 			return false, err
@@ -218,8 +218,11 @@ func (r *ReadOnlyReader) fetch(rp *roReaderPart) (bool, error) {
 		if len(rp.buf) > 0 {
 			return true, nil
 		}
+		if rp.next == from {
+			return false, nil // no whole batch past from: looked at again after the next change
+		}
+		rp.pos = rp.next // past the control batches
 	}
-	return false, nil
 }
 
 // Seek moves the reader's position in partition to offset: the next record Next returns from it
