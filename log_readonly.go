@@ -259,18 +259,18 @@ func (l *roLog) read(offset int64, maxBytes int) (batches []byte, err error) {
 	if offset < start || offset > end {
 		return nil, fmt.Errorf("%w: offset %d, log %s holds [%d, %d)", ErrOffsetOutOfRange, offset, l.dir, start, end)
 	}
-	// The segment holding offset: the last whose base is at or below it, and which reaches past
-	// it (a segment may end short of the next's base, offsets between were never written).
+	// The segment holding offset: the last whose base is at or below it, or the first after it
+	// that holds a batch past it (a segment may end short of the next's base, or be empty after
+	// a compaction: those offsets are no longer in the log).
 	i, _ := slices.BinarySearchFunc(l.segs, offset, func(s *roSegment, o int64) int {
 		if s.base <= o {
 			return -1
 		}
 		return 1
 	})
-	for i--; i >= 0 && i < len(l.segs) && l.segs[i].next <= offset; i++ {
-	}
-	if i < 0 {
-		i = 0
+	i = max(i-1, 0)
+	for i < len(l.segs) && (l.segs[i].size == 0 || l.segs[i].next <= offset) {
+		i++
 	}
 	if i >= len(l.segs) {
 		return nil, nil

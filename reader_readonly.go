@@ -143,6 +143,11 @@ func (r *ReadOnlyReader) pollLocked() (*Record, error) {
 			rp.buf[0] = nil
 			rp.buf = rp.buf[1:]
 			rp.pos = rec.Offset + 1
+			if len(rp.buf) == 0 {
+				// Past the batch, as a Kafka consumer's position is: records a compaction
+				// removed from its end, and control batches, are behind the reader.
+				rp.pos = rp.next
+			}
 			r.cursor = (r.cursor + i + 1) % len(r.parts)
 			return rec, nil
 		}

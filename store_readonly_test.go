@@ -284,3 +284,46 @@ func TestOpenReadOnlyMissingDir(t *testing.T) {
 	_, err = os.Stat(dir)
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
+
+// TestReadOnlyReadsCompactedLog: after a clean, the sealed segments hold the latest record of
+// each key (some are empty) at their own offsets; a read-only reader returns exactly those, a
+// read at a removed offset returns the next record, and its position ends at the log end offset.
+func TestReadOnlyReadsCompactedLog(t *testing.T) {
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		s := env.mustOpen(t, WithCleanerThreads(0))
+		tp, err := s.CreateTopic("users", TopicConfig{LogConfig: LogConfig{SegmentBytes: 1024, CleanupPolicy: CleanupCompact}})
+		require.NoError(t, err)
+		p, err := tp.Partition(0)
+		require.NoError(t, err)
+		for i := range 40 {
+			require.NoError(t, p.Append(context.Background(), &Record{Key: fmt.Appendf(nil, "k%d", i%4), Value: fmt.Appendf(nil, "v%03d", i)}))
+		}
+		_, err = tp.Compact(context.Background())
+		require.NoError(t, err)
+		want := []string{}
+		w, err := tp.NewReader(ReaderConfig{Start: Earliest})
+		require.NoError(t, err)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			rec, err := w.Next(ctx)
+			cancel()
+			if err != nil {
+				break
+			}
+			want = append(want, fmt.Sprintf("0:%d:%s", rec.Offset, rec.Value))
+		}
+		require.NoError(t, w.Close())
+		require.Less(t, len(want), 40)
+
+		ro := env.openReadOnly(t)
+		r, err := ro.NewReader("users", ReaderConfig{Start: Earliest})
+		require.NoError(t, err)
+		require.Equal(t, want, valuesOf(nextN(t, r, len(want))))
+		require.Equal(t, map[int32]int64{0: 40}, r.Positions())
+
+		at, err := ro.NewReader("users", ReaderConfig{Start: AtOffset, StartOffset: 1})
+		require.NoError(t, err)
+		first := nextN(t, at, 1)[0]
+		require.Equal(t, want[0], fmt.Sprintf("0:%d:%s", first.Offset, first.Value))
+	})
+}
