@@ -320,6 +320,40 @@ func (s *ReadOnlyStore) log(topic string, partition int32) (*roLog, error) {
 	return t.parts[partition], nil
 }
 
+// Segments returns the number of a partition's segments and the bytes of whole batches they
+// hold, as of the last look. ErrUnknownTopic for an unknown topic or partition, ErrClosed.
+func (s *ReadOnlyStore) Segments(topic string, partition int32) (count int, bytes int64, err error) {
+	l, err := s.log(topic, partition)
+	if err != nil {
+		return 0, 0, err
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, seg := range l.segs {
+		bytes += seg.size
+	}
+	return len(l.segs), bytes, nil
+}
+
+// Readers returns the names of the readers that have committed positions (through Open),
+// sorted. ErrClosed after Close.
+func (s *ReadOnlyStore) Readers() ([]string, error) {
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	entries, err := s.o.fs.ReadDir(s.dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if name, ok := strings.CutPrefix(e.Name(), readerFilePrefix); ok && !strings.HasSuffix(name, checkpoint.TempSuffix) {
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
 // CommittedPositions returns the positions a named reader committed (through a store opened with
 // Open), by topic and partition, as the file holds them now; none when it never committed.
 // ErrInvalidReaderName, ErrCorrupt for a damaged file.

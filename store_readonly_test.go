@@ -174,6 +174,13 @@ func TestReadOnlyRefusesWrites(t *testing.T) {
 		require.Equal(t, map[int32]int64{0: 2}, r.Positions())
 		require.Equal(t, []string{"0:2:v2"}, valuesOf(nextN(t, r, 1)))
 		require.ErrorIs(t, r.Commit(context.Background()), ErrReadOnly)
+		names, err := ro.Readers()
+		require.NoError(t, err)
+		require.Equal(t, []string{"audit"}, names)
+		n, size, err := ro.Segments("t", 0)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		require.Equal(t, p0Size(t, tp), size)
 		pos, err := ro.CommittedPositions("audit")
 		require.NoError(t, err)
 		require.Equal(t, map[string]map[int32]int64{"t": {0: 2}}, pos)
@@ -326,4 +333,11 @@ func TestReadOnlyReadsCompactedLog(t *testing.T) {
 		first := nextN(t, at, 1)[0]
 		require.Equal(t, want[0], fmt.Sprintf("0:%d:%s", first.Offset, first.Value))
 	})
+}
+
+func p0Size(t *testing.T, tp *Topic) int64 {
+	t.Helper()
+	p, err := tp.Partition(0)
+	require.NoError(t, err)
+	return p.Size()
 }

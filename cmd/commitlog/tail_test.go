@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,8 +25,8 @@ const tailWriterRecords = 3000
 // TestTailWriterChild is the writer TestConsumeTailsLiveWriter runs in a child process; on its
 // own it skips. It appends tailWriterRecords records to the two partitions of topic "tail" in
 // turn, with segments of 1 KiB and 4 KiB of retention per partition, retention checked every
-// 10 ms, and prints "ack PARTITION OFFSET VALUE" once each append returned. It closes the store
-// and exits 0.
+// 10 ms, and prints "ack PARTITION OFFSET VALUE" once each append returned, then "done". It
+// closes the store once its standard input ends, and exits 0.
 func TestTailWriterChild(t *testing.T) {
 	dir := os.Getenv(tailWriterDirEnv)
 	if dir == "" {
@@ -52,12 +53,15 @@ func TestTailWriterChild(t *testing.T) {
 			fail("append %d: %v", i, err)
 		}
 		fmt.Fprintf(w, "ack %d %d %s\n", rec.Partition, rec.Offset, rec.Value)
-		if i%50 == 0 {
+		if i%10 == 0 {
 			w.Flush()
 			time.Sleep(2 * time.Millisecond) // the reader catches up now and then, and falls behind
 		}
 	}
+	fmt.Fprintln(w, "done")
 	w.Flush()
+	// Open until the parent closes standard input: it looks at the live store meanwhile.
+	io.Copy(io.Discard, os.Stdin)
 	if err := s.Close(); err != nil {
 		fail("close: %v", err)
 	}
@@ -84,17 +88,26 @@ func TestConsumeTailsLiveWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	win, err := writer.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := writer.Start(); err != nil {
 		t.Fatal(err)
 	}
 	acked := map[string]string{} // "partition offset" → value
 	ends := map[string]int64{}   // partition → log end offset
 	firstAck := make(chan struct{})
+	allAcked := make(chan struct{})
 	writerDone := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(wout)
 		n := 0
 		for sc.Scan() {
+			if sc.Text() == "done" {
+				close(allAcked)
+				continue
+			}
 			f := strings.SplitN(sc.Text(), " ", 4)
 			if len(f) != 4 || f[0] != "ack" {
 				continue // the test framework's own lines
@@ -114,6 +127,16 @@ func TestConsumeTailsLiveWriter(t *testing.T) {
 		t.Fatalf("writer ended early: %v\n%s", err, writerErr.String())
 	case <-time.After(30 * time.Second):
 		t.Fatal("writer acknowledged nothing within 30 s")
+	}
+
+	// topics shows the live store read-only, "?" where only the writer knows.
+	top := mustCLI(t, nil, "--dir", dir, "topics")
+	rows := tableRows(t, top.stdout, topicsHeader)
+	if len(rows) != 2 || rows[0][0] != "tail" || rows[1][1] != "1" || rows[0][4] != "?" {
+		t.Fatalf("topics of the live store printed\n%s%s", top.stdout, top.stderr)
+	}
+	if !strings.Contains(top.stderr, "read-only view") {
+		t.Fatalf("topics of the live store said nothing of its read-only view: %q", top.stderr)
 	}
 
 	// consume follows it from the beginning: the store is open in the writer.
@@ -137,14 +160,12 @@ func TestConsumeTailsLiveWriter(t *testing.T) {
 		close(lines)
 	}()
 
-	var wErr error
 	select {
-	case wErr = <-writerDone:
+	case <-allAcked:
+	case err := <-writerDone:
+		t.Fatalf("writer ended early: %v\n%s", err, writerErr.String())
 	case <-time.After(60 * time.Second):
 		t.Fatal("writer did not finish within 60 s")
-	}
-	if wErr != nil {
-		t.Fatalf("writer: %v\n%s", wErr, writerErr.String())
 	}
 	if len(acked) != tailWriterRecords {
 		t.Fatalf("writer acknowledged %d records, want %d", len(acked), tailWriterRecords)
@@ -183,6 +204,17 @@ func TestConsumeTailsLiveWriter(t *testing.T) {
 	}
 	if first {
 		t.Fatal("consume printed nothing")
+	}
+
+	// The writer closes the store.
+	win.Close()
+	select {
+	case err := <-writerDone:
+		if err != nil {
+			t.Fatalf("writer: %v\n%s", err, writerErr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("writer did not close within 30 s")
 	}
 
 	// The log start offsets the writer left: every record consume skipped lies below them.
