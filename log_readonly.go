@@ -40,7 +40,11 @@ type roLog struct {
 	mu       sync.RWMutex
 	segs     []*roSegment // by base offset
 	logStart int64
-	closed   bool
+	// epochs is the writer's leader-epoch-checkpoint as of the last look, nil when it could not
+	// be read: where each leader epoch began, for a reader to find where the log diverged below
+	// its position after a truncation (Kafka's OffsetsForLeaderEpoch).
+	epochs *epochCache
+	closed bool
 }
 
 // roSegment is one .log file of a roLog.
@@ -82,6 +86,12 @@ func (l *roLog) refresh() (bool, error) {
 		}
 	}
 	slices.Sort(bases)
+	var epochs *epochCache
+	if b, err := readWholeFile(l.fs, filepath.Join(l.dir, leaderEpochFileName), 16<<20); err == nil {
+		if c, err := decodeEpochCache(b); err == nil {
+			epochs = &c
+		}
+	}
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -135,6 +145,7 @@ func (l *roLog) refresh() (bool, error) {
 		changed = true
 	}
 	l.segs = segs
+	l.epochs = epochs
 	start := readLogStartOffset(l.fs, l.dir)
 	if len(segs) > 0 {
 		start = max(start, segs[0].base)
@@ -370,6 +381,44 @@ func (l *roLog) offsetForTime(ts int64) (int64, error) {
 		}
 	}
 	return end, nil
+}
+
+// epochAt returns the epoch of the last entry of the writer's epoch checkpoint starting at or
+// below offset, UndefinedEpoch when none does or the checkpoint is unknown.
+func (l *roLog) epochAt(offset int64) int32 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	epoch := UndefinedEpoch
+	if l.epochs == nil {
+		return epoch
+	}
+	for _, e := range l.epochs.entries {
+		if e.startOffset > offset {
+			break
+		}
+		epoch = e.epoch
+	}
+	return epoch
+}
+
+// divergence returns the offset where the writer's log left epoch, the leader epoch of the record
+// before a reader's position pos, when that is below pos (the log was truncated there and may
+// hold other records since), and ok false when it is not or cannot be told.
+func (l *roLog) divergence(epoch int32, pos int64) (int64, bool) {
+	if epoch == UndefinedEpoch {
+		return 0, false
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.epochs == nil {
+		return 0, false
+	}
+	_, leo := l.offsetsLocked()
+	e, end := l.epochs.endOffsetFor(epoch, leo)
+	if e == UndefinedEpoch || end >= pos {
+		return 0, false
+	}
+	return end, true
 }
 
 // close closes the descriptors; later reads return ErrClosed.

@@ -36,6 +36,11 @@ type roReaderPart struct {
 	pos  int64     // the offset after the last record returned (or the position sought)
 	next int64     // the offset to fetch from: past the batches whose records are in buf
 	buf  []*Record // fetched, not yet returned
+	// epochs are the leader epochs of buf's records; epoch is the leader epoch of the record
+	// before pos (Kafka's FetchPosition.offsetEpoch): the batch's for a record returned, the
+	// writer's epoch checkpoint's for a position chosen otherwise, UndefinedEpoch when unknown.
+	epochs []int32
+	epoch  int32
 }
 
 // NewReader returns a reader of topic with cfg (see ReaderConfig; AutoCommitInterval is not
@@ -81,7 +86,7 @@ func (s *ReadOnlyStore) NewReader(topic string, cfg ReaderConfig) (*ReadOnlyRead
 				return nil, err
 			}
 		}
-		r.parts = append(r.parts, &roReaderPart{id: id, log: l, pos: pos, next: pos})
+		r.parts = append(r.parts, &roReaderPart{id: id, log: l, pos: pos, next: pos, epoch: l.epochAt(pos - 1)})
 	}
 	return r, nil
 }
@@ -106,7 +111,11 @@ func (r *ReadOnlyReader) startOffset(l *roLog) (int64, error) {
 // records) or past the log end offset (the writer truncated the log) is moved as cfg.Reset says:
 // ResetEarliest to the log start offset (past the end: the log end offset, where the log
 // diverged at the latest), ResetLatest to the log end offset, ResetNone returns
-// ErrOffsetOutOfRange and stays. ErrCorrupt for a batch that does not decode.
+// ErrOffsetOutOfRange and stays. A position the writer's truncation passed, though the log has
+// grown past it again, is found from the leader epochs (the batch's of the record before it,
+// against the writer's leader-epoch-checkpoint, Kafka's OffsetsForLeaderEpoch, as Reader finds
+// it): ResetEarliest and ResetLatest move to where the log diverged, ResetNone returns a
+// *LogTruncatedError (ErrLogTruncated). ErrCorrupt for a batch that does not decode.
 func (r *ReadOnlyReader) Next(ctx context.Context) (*Record, error) {
 	for {
 		changed := r.s.wait() // before looking: a change after the look wakes the wait below
@@ -142,6 +151,7 @@ func (r *ReadOnlyReader) pollLocked() (*Record, error) {
 			rec := rp.buf[0]
 			rp.buf[0] = nil
 			rp.buf = rp.buf[1:]
+			rp.epoch, rp.epochs = rp.epochs[0], rp.epochs[1:]
 			rp.pos = rec.Offset + 1
 			if len(rp.buf) == 0 {
 				// Past the batch, as a Kafka consumer's position is: records a compaction
@@ -174,6 +184,15 @@ func (r *ReadOnlyReader) fetch(rp *roReaderPart) (bool, error) {
 		maxBytes = DefaultReaderMaxBytes
 	}
 	for { // batches of control records only give no records: go on to the next ones
+		if at, ok := rp.log.divergence(rp.epoch, rp.pos); ok && len(rp.buf) == 0 {
+			// The writer truncated the log below the position (and may have written other
+			// records there since): as Reader does, move to where it diverged.
+			if r.cfg.Reset == ResetNone {
+				return false, &LogTruncatedError{Topic: r.topic, Partition: rp.id, CommittedOffset: rp.pos, LeaderEpoch: rp.epoch, TruncatedOffset: at}
+			}
+			rp.pos, rp.next = at, at
+			rp.epoch = rp.log.epochAt(at - 1)
+		}
 		start, end := rp.log.offsets()
 		if rp.next < start || rp.next > end {
 			switch r.cfg.Reset {
@@ -189,6 +208,7 @@ func (r *ReadOnlyReader) fetch(rp *roReaderPart) (bool, error) {
 				return false, fmt.Errorf("%w: topic %s partition %d: position %d, log holds [%d, %d)", ErrOffsetOutOfRange, r.topic, rp.id, rp.next, start, end)
 			}
 			rp.pos = rp.next
+			rp.epoch = rp.log.epochAt(rp.pos - 1)
 		}
 		if rp.next == end {
 			return false, nil
@@ -204,18 +224,32 @@ func (r *ReadOnlyReader) fetch(rp *roReaderPart) (bool, error) {
 			return false, nil
 		}
 		from := rp.next
+		type span struct {
+			last  int64
+			epoch int32
+		}
+		var spans []span
 		for p := 0; p+recordbatch.HeaderSize <= len(b); {
 			h, err := recordbatch.ParseHeader(b[p:], 0)
 			if err != nil {
 				break
 			}
 			rp.next = max(rp.next, h.NextOffset())
+			spans = append(spans, span{h.LastOffset(), h.PartitionLeaderEpoch})
 			p += h.Size()
 		}
 		n := len(rp.buf)
 		rp.buf, err = DecodeRecords(rp.buf, b, from, rp.log.maxDecompressed)
 		for _, rec := range rp.buf[n:] {
 			rec.Topic, rec.Partition = r.topic, rp.id
+			for len(spans) > 1 && spans[0].last < rec.Offset {
+				spans = spans[1:]
+			}
+			epoch := UndefinedEpoch
+			if len(spans) > 0 {
+				epoch = spans[0].epoch
+			}
+			rp.epochs = append(rp.epochs, epoch)
 		}
 		if err != nil {
 			return len(rp.buf) > 0, fmt.Errorf("topic %s partition %d: %w", r.topic, rp.id, err)
@@ -241,7 +275,8 @@ func (r *ReadOnlyReader) Seek(partition int32, offset int64) error {
 	}
 	for _, rp := range r.parts {
 		if rp.id == partition {
-			rp.pos, rp.next, rp.buf = offset, offset, nil
+			rp.pos, rp.next, rp.buf, rp.epochs = offset, offset, nil, nil
+			rp.epoch = rp.log.epochAt(offset - 1)
 			close(r.moved)
 			r.moved = make(chan struct{})
 			return nil

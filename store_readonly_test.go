@@ -341,3 +341,49 @@ func p0Size(t *testing.T, tp *Topic) int64 {
 	require.NoError(t, err)
 	return p.Size()
 }
+
+// TestReadOnlyFollowsDeleteRecordsAndTruncation: a log start offset advanced by DeleteRecords
+// (within a segment) and a truncation by the writer are seen at the next look: a reader below
+// the start moves to it, a reader past the new end moves back to it (ResetEarliest), and the
+// records the writer appends after the truncation are read at their offsets.
+func TestReadOnlyFollowsDeleteRecordsAndTruncation(t *testing.T) {
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		s := env.mustOpen(t)
+		tp, err := s.CreateTopic("t", TopicConfig{})
+		require.NoError(t, err)
+		appendValues(t, tp, 0, 0, 10)
+		p, err := tp.Partition(0)
+		require.NoError(t, err)
+
+		ro := env.openReadOnly(t, WithPollInterval(-1))
+		low, err := ro.NewReader("t", ReaderConfig{Start: Earliest, Reset: ResetEarliest})
+		require.NoError(t, err)
+		high, err := ro.NewReader("t", ReaderConfig{Start: AtOffset, StartOffset: 9, Reset: ResetEarliest})
+		require.NoError(t, err)
+		strict, err := ro.NewReader("t", ReaderConfig{Start: AtOffset, StartOffset: 9})
+		require.NoError(t, err)
+
+		_, err = p.DeleteRecords(context.Background(), 4)
+		require.NoError(t, err)
+		require.NoError(t, p.TruncateTo(7))
+		require.NoError(t, ro.Refresh())
+		start, end, err := ro.Offsets("t", 0)
+		require.NoError(t, err)
+		require.Equal(t, [2]int64{4, 7}, [2]int64{start, end})
+		require.Equal(t, []string{"0:4:v4", "0:5:v5", "0:6:v6"}, valuesOf(nextN(t, low, 3)))
+
+		appendValues(t, tp, 0, 100, 103)
+		require.NoError(t, ro.Refresh())
+		require.Equal(t, []string{"0:7:v100", "0:8:v101", "0:9:v102"}, valuesOf(nextN(t, low, 3)))
+		// high stood at 9, past the end of 7 the truncation left: it moved to 7, where the log
+		// diverged.
+		require.Equal(t, []string{"0:7:v100", "0:8:v101", "0:9:v102"}, valuesOf(nextN(t, high, 3)))
+		// Under ResetNone the reader says where the log diverged, and stays.
+		_, err = strict.Next(context.Background())
+		var trunc *LogTruncatedError
+		require.ErrorAs(t, err, &trunc)
+		require.Equal(t, int64(7), trunc.TruncatedOffset)
+		require.Equal(t, int64(9), trunc.CommittedOffset)
+		require.Equal(t, map[int32]int64{0: 9}, strict.Positions())
+	})
+}
