@@ -10,7 +10,9 @@ import "errors"
 // out (see lockRetries). ErrUnsupported for a file system that cannot tell (a wrapper that does
 // not forward it).
 func Held(fsy FS, name string) (bool, error) {
-	h, ok := fsy.(interface{ held(name string) (bool, error) })
+	h, ok := fsy.(interface {
+		held(name string) (bool, error)
+	})
 	if !ok {
 		return false, errors.ErrUnsupported
 	}
