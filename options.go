@@ -35,8 +35,9 @@ type options struct {
 	groupMaxSize      int           // group.max.size; 0: no limit
 	offsetsRetention  time.Duration // offsets.retention.minutes; 0: Kafka's default
 
-	batchSize int           // batch.size (WithBatchSize); 0: the default, -1: coalescing off
-	linger    time.Duration // linger.ms (WithLinger)
+	batchSize    int           // batch.size (WithBatchSize); 0: the default, -1: coalescing off
+	linger       time.Duration // linger.ms (WithLinger)
+	pollInterval time.Duration // OpenReadOnly's look at the store (WithPollInterval); 0: the default
 
 	caches segment.Caches // the segments' open-file bound and record position cache, one per call
 	// cleanerPoints is the store's cleaner-offset-checkpoint, set by Open for its partitions;

@@ -36,7 +36,12 @@ func newConsumeCommand(g *globals) *cobra.Command {
 		Short: "Print a topic's records, formatted",
 		Long: `Print a topic's records, in offset order within each partition, taking a record from each
 partition in turn. It waits at the end of the log for more unless --exit-at-end or --count says
-when to stop; Ctrl-C stops it cleanly. The store must not be open in another process.
+when to stop; Ctrl-C stops it cleanly.
+
+Without --reader (and without -o e@TIME) the store is opened read-only: consume writes nothing to
+it and runs while another process writes it (produce, serve), showing that process's records as
+they are appended (within about 100 ms); retention deleting records ahead of it moves it to the
+oldest record kept (--reset says otherwise).
 
 --from (-o) says where to begin in each partition: beginning (the oldest record kept), end (only
 records appended from now on), an offset (the same in every partition), -N (the last N records
@@ -52,14 +57,17 @@ key or value is null); -K DELIM prints key DELIM value; -Z prints a null key or 
 
 With --reader NAME positions are committed under that name (at exit and every
 --commit-interval), so a later consume with the same name continues where this one stopped;
---from then applies only to partitions where the reader never committed.
+--from then applies only to partitions where the reader never committed. Committing writes to
+the store, so with --reader (or -o e@TIME) the store must not be open in another process.
 
 --format uses kcat's tokens: %t topic, %p partition, %o offset, %k key, %s value, %T timestamp
 (ms), %h headers (name=value,...), %K and %S key and value sizes, %% a percent sign; \n newline,
 \t tab.
 
 An unknown topic or partition is a data problem: exit code 1.`,
-		Example: `  commitlog consume --topic flights --from beginning --exit-at-end --format '%p %o %k %s\n'
+		Example: `  commitlog produce --topic flights           # in one terminal: type records
+  commitlog consume --topic flights            # in another: they appear as they are appended
+  commitlog consume --topic flights --from beginning --exit-at-end --format '%p %o %k %s\n'
   commitlog consume --topic flights --from @2001-03-01T08:00:00Z --partition 2 --count 10
   commitlog consume --topic events --reader audit --exit-at-end`,
 		Args: cobra.NoArgs,
@@ -181,7 +189,15 @@ func consume(ctx context.Context, g *globals, f *consumeFlags) error {
 		return usageError("--reset %q: want earliest, latest or none", f.reset)
 	}
 
+	if f.reader == "" && endTime.IsZero() {
+		return consumeReadOnly(ctx, g, f, start, format, reset)
+	}
+	// A named reader commits its positions into the store, and e@TIME asks the writable store
+	// for offsets by time: both need the store to this process.
 	s, err := g.openStore(false)
+	if errors.As(err, new(storeBusyError)) {
+		return fmt.Errorf("%w; --reader and -o e@TIME need the store to themselves: stop the writer, or drop them to tail it", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -259,7 +275,11 @@ func consume(ctx context.Context, g *globals, f *consumeFlags) error {
 			}
 		}
 	}
-	err = c.run(ctx, f.count)
+	return endConsume(c.run(ctx, f.count))
+}
+
+// endConsume is the error consume exits with.
+func endConsume(err error) error {
 	if errors.Is(err, syscall.EPIPE) {
 		// The reader of standard output went away (consume | head): the end, not a failure.
 		// Nothing more is committed: what was lost in the pipe is read again next time.
@@ -268,10 +288,89 @@ func consume(ctx context.Context, g *globals, f *consumeFlags) error {
 	return err
 }
 
+// consumeReadOnly is consume without --reader: the store is opened read-only
+// (openStoreReadOnly), so consume tails a store another process writes, and writes nothing.
+func consumeReadOnly(ctx context.Context, g *globals, f *consumeFlags, start from, format recordFormat, reset commitlog.ResetPolicy) error {
+	s, err := g.openStoreReadOnly()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	n, err := s.PartitionCount(f.topic)
+	if errors.Is(err, commitlog.ErrUnknownTopic) {
+		list := "none"
+		if have := s.Topics(); len(have) > 0 {
+			list = strings.Join(have, ", ")
+		}
+		return fmt.Errorf("unknown topic %q in %s (topics: %s)", f.topic, s.Dir(), list)
+	}
+	if err != nil {
+		return err
+	}
+	cfg := commitlog.ReaderConfig{Start: start.start, StartOffset: start.offset, StartTime: start.time, Reset: reset}
+	if f.partition >= 0 {
+		if f.partition >= n {
+			return fmt.Errorf("topic %s has no partition %d (it has %d)", f.topic, f.partition, n)
+		}
+		cfg.Partitions = []int32{f.partition}
+	}
+	r, err := s.NewReader(f.topic, cfg)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for p := range r.Positions() {
+		logStart, end, err := s.Offsets(f.topic, p)
+		if err != nil {
+			return err
+		}
+		if start.relative > 0 {
+			if err := r.Seek(p, max(logStart, end-start.relative)); err != nil {
+				return err
+			}
+		}
+		if start.start == commitlog.AtOffset {
+			sayPastEnd(g, f.topic, p, start.offset, logStart, end, f.reset)
+		}
+	}
+	c := &consumer{r: r, appendRec: format.append, out: bufio.NewWriterSize(g.io.out, 64<<10),
+		flushEach: g.io.outIsTerm, commitInterval: f.commitInterval, nullStr: f.nullStr}
+	if f.json {
+		tc, err := s.TopicConfig(f.topic)
+		if err != nil {
+			return err
+		}
+		c.appendRec = jsonEnvelope(tc.TimestampType)
+	}
+	if f.exitAtEnd {
+		c.targets, c.unchecked = map[int32]int64{}, map[int32]bool{}
+		for p, pos := range r.Positions() {
+			_, end, err := s.Offsets(f.topic, p)
+			if err != nil {
+				return err
+			}
+			c.targets[p] = end
+			if pos > end {
+				c.unchecked[p] = true // see consume
+			}
+		}
+	}
+	return endConsume(c.run(ctx, f.count))
+}
+
+// recordReader is what consumer reads from: a *commitlog.Reader, or a
+// *commitlog.ReadOnlyReader, which commits nothing (consumer commits only named readers).
+type recordReader interface {
+	Next(ctx context.Context) (*commitlog.Record, error)
+	Positions() map[int32]int64
+	Seek(partition int32, offset int64) error
+	Commit(ctx context.Context) error
+}
+
 // consumer prints a reader's records. Its positions are committed only between records, after
 // the records read so far are written out, so a commit never covers a record not yet printed.
 type consumer struct {
-	r         *commitlog.Reader
+	r         recordReader
 	appendRec func(dst []byte, r *commitlog.Record) []byte
 	nullStr   bool // -Z: a null key or value printed as NULL
 	// stopAtTarget (e@TIME): records at or past a partition's target are not printed, and a
@@ -408,20 +507,25 @@ func pastEnd(g *globals, t *commitlog.Topic, r *commitlog.Reader, committed map[
 		if err != nil {
 			continue
 		}
-		end, start := part.HighWatermark(), part.LogStartOffset()
-		if offset <= end {
-			continue
-		}
-		then := "the reader stops with an error (--reset none)"
-		switch reset {
-		case "earliest":
-			then = fmt.Sprintf("reading from the log start offset %d (--reset earliest)", start)
-		case "latest":
-			then = fmt.Sprintf("reading from the end, %d (--reset latest)", end)
-		}
-		fmt.Fprintf(g.io.err, "commitlog consume: %s-%d: offset %d is past the end of the log (log end offset %d, log start offset %d); %s\n",
-			t.Name(), p, offset, end, start, then)
+		sayPastEnd(g, t.Name(), p, offset, part.LogStartOffset(), part.HighWatermark(), reset)
 	}
+}
+
+// sayPastEnd writes, when offset is past a partition's end, where its log starts and ends and
+// what --reset does about it.
+func sayPastEnd(g *globals, topic string, p int32, offset, start, end int64, reset string) {
+	if offset <= end {
+		return
+	}
+	then := "the reader stops with an error (--reset none)"
+	switch reset {
+	case "earliest":
+		then = fmt.Sprintf("reading from the log start offset %d (--reset earliest)", start)
+	case "latest":
+		then = fmt.Sprintf("reading from the end, %d (--reset latest)", end)
+	}
+	fmt.Fprintf(g.io.err, "commitlog consume: %s-%d: offset %d is past the end of the log (log end offset %d, log start offset %d); %s\n",
+		topic, p, offset, end, start, then)
 }
 
 // atEnd reports whether, under --exit-at-end, every partition reached its target. A position

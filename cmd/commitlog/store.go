@@ -32,9 +32,34 @@ func (g *globals) openStore(create bool, opts ...commitlog.Option) (*commitlog.S
 	opts = append([]commitlog.Option{commitlog.WithLogger(g.logger())}, opts...)
 	s, err := commitlog.Open(g.dir, opts...)
 	if errors.Is(err, commitlog.ErrLocked) {
-		return nil, fmt.Errorf("the store in %s is open in another process (one process at a time holds a store)", g.dir)
+		return nil, storeBusyError{dir: g.dir}
 	}
 	return s, err
+}
+
+// storeBusyError is openStore's error when another process holds the store.
+type storeBusyError struct{ dir string }
+
+func (e storeBusyError) Error() string {
+	return fmt.Sprintf("the store in %s is open in another process (one process at a time writes a store; commands that only read open it read-only)", e.dir)
+}
+
+// openStoreReadOnly opens the store in g.dir read-only (commitlog.OpenReadOnly): for commands
+// that only read, it writes nothing to the store and is safe while another process writes it,
+// following that process's appends, rolls, retention and truncations. A missing directory is an
+// error.
+func (g *globals) openStoreReadOnly(opts ...commitlog.Option) (*commitlog.ReadOnlyStore, error) {
+	info, err := os.Stat(g.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no store at %s (set --dir)", g.dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", g.dir)
+	}
+	return commitlog.OpenReadOnly(g.dir, append([]commitlog.Option{commitlog.WithLogger(g.logger())}, opts...)...)
 }
 
 // topic returns the topic name of s, with a message naming the topics there are when it is not.

@@ -34,10 +34,14 @@ removed count too).
 Under a topic's partitions, when consumer groups have committed positions in it, an indented
 line "groups (total lag):" names each such group with its lag summed over the topic's partitions
 it has a position in (the end minus the committed position, 0 for a position at or past the
-end, as 'commitlog groups describe' shows per partition). The store must not be open in another
-process.
+end, as 'commitlog groups describe' shows per partition).
 
---output json prints one JSON document with the same fields (see topicsJSON).`,
+While another process writes the store (produce, serve), topics reads it read-only: STABLE, OPEN
+TXNS, CLEANER POINT and DIRTY RATIO, which that process alone knows, show "?", and the groups'
+lines are left out.
+
+--output json prints one JSON document with the same fields (see topicsJSON); it needs the
+store to this process.`,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
 				return err
@@ -51,6 +55,12 @@ process.
 
 func topics(g *globals, names []string, output string) error {
 	s, err := g.openStore(false)
+	if errors.As(err, new(storeBusyError)) {
+		if output == "json" {
+			return fmt.Errorf("%w; --output json needs the store to this process (the table works read-only)", err)
+		}
+		return topicsReadOnly(g, names)
+	}
 	if err != nil {
 		return err
 	}
@@ -211,4 +221,76 @@ func joinedErrors(err error) []error {
 		return []error{err}
 	}
 	return nil
+}
+
+// topicsReadOnly is topics for a store another process holds: it opens the store read-only
+// (openStoreReadOnly) and shows "?" in the columns only the writer knows.
+func topicsReadOnly(g *globals, names []string) error {
+	s, err := g.openStoreReadOnly(commitlog.WithPollInterval(-1))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	fmt.Fprintf(g.io.err, "the store in %s is open in another process: read-only view (STABLE, OPEN TXNS, CLEANER POINT, DIRTY RATIO and groups are that process's)\n", s.Dir())
+	if len(names) == 0 {
+		names = s.Topics()
+	}
+	readers, err := s.Readers()
+	if err != nil {
+		return err
+	}
+	positions := map[string]map[string]map[int32]int64{} // reader → topic → partition → offset
+	for _, name := range readers {
+		pos, err := s.CommittedPositions(name)
+		if err != nil {
+			fmt.Fprintf(g.io.err, "commitlog topics: reader %s: %s\n", name, oneLine(err.Error()))
+			continue
+		}
+		positions[name] = pos
+	}
+	if len(names) == 0 {
+		fmt.Fprintf(g.io.err, "no topics in %s\n", s.Dir())
+		return nil
+	}
+	w := tabwriter.NewWriter(g.io.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TOPIC\tPARTITION\tSTART\tEND\tSTABLE\tOPEN TXNS\tSIZE\tSEGMENTS\tPOLICY\tCLEANER POINT\tDIRTY RATIO\tREADERS (lag)")
+	for _, name := range names {
+		n, err := s.PartitionCount(name)
+		if errors.Is(err, commitlog.ErrUnknownTopic) {
+			return fmt.Errorf("unknown topic %q in %s (topics: %s)", name, s.Dir(), strings.Join(s.Topics(), ", "))
+		}
+		if err != nil {
+			return err
+		}
+		cfg, err := s.TopicConfig(name)
+		if err != nil {
+			return err
+		}
+		for id := range n {
+			start, end, err := s.Offsets(name, id)
+			if err != nil {
+				return err
+			}
+			segs, size, err := s.Segments(name, id)
+			if err != nil {
+				return err
+			}
+			var lags []string
+			for _, r := range slices.Sorted(maps.Keys(positions)) {
+				if off, ok := positions[r][name][id]; ok {
+					lags = append(lags, r+"="+strconv.FormatInt(max(end-max(off, start), 0), 10))
+				}
+			}
+			readerCol := "-"
+			if len(lags) > 0 {
+				readerCol = strings.Join(lags, " ")
+			}
+			point := "-"
+			if cfg.CleanupPolicy.Compact() {
+				point = "?"
+			}
+			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t?\t?\t%d\t%d\t%s\t%s\t%s\t%s\n", name, id, start, end, size, segs, cfg.CleanupPolicy, point, point, readerCol)
+		}
+	}
+	return w.Flush()
 }

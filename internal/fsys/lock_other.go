@@ -54,3 +54,15 @@ func (r *tableRelease) Close() error {
 	heldLocks.Unlock()
 	return nil
 }
+
+// heldFile reports whether this process holds name's lock (the table does not see other
+// processes).
+func heldFile(name string) (bool, error) {
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		return false, err
+	}
+	heldLocks.Lock()
+	defer heldLocks.Unlock()
+	return heldLocks.names[abs], nil
+}
