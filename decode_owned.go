@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
@@ -31,6 +32,9 @@ type ownedDecode struct {
 	maxBytes int
 	// epochs, when not nil, gets the leader epoch of each record's batch appended.
 	epochs *[]int32
+	// reuse, when large enough, is the slab to decode into, its records overwritten: a
+	// zero-copy reader's (Reader.Scan) records of its last fetch, all dead.
+	reuse []Record
 }
 
 // decode returns the records at or after from in batches (back to back, each CRC-checked by the
@@ -58,7 +62,12 @@ func (o *ownedDecode) decode(batches []byte, from int64) ([]Record, error) {
 	if n == 0 {
 		return nil, o.check(batches, from)
 	}
-	recs := make([]Record, 0, n)
+	var recs []Record
+	if cap(o.reuse) >= n {
+		recs = o.reuse[:0]
+	} else {
+		recs = make([]Record, 0, n)
+	}
 	dec := recordbatch.Decoder{Limits: recordbatch.Limits{MaxBatchSize: -1, MaxDecompressedSize: o.maxDecompressed}}
 	var (
 		hdrs     []Header
@@ -89,8 +98,14 @@ func (o *ownedDecode) decode(batches []byte, from int64) ([]Record, error) {
 			if ts := h.RecordTimestamp(r); ts != lastTS {
 				lastTime, lastTS = time.UnixMilli(ts), ts
 			}
-			recs = append(recs, Record{Offset: off, Timestamp: lastTime, Topic: o.topic, Partition: o.partition})
+			if len(recs) == cap(recs) {
+				recs = slices.Grow(recs, 1) // only records of no key and no value get here
+			}
+			// Field by field into the slab, every field set: a composite literal appended
+			// would be copied with a bulk write barrier while the collector marks.
+			recs = recs[:len(recs)+1]
 			rec := &recs[len(recs)-1]
+			rec.Offset, rec.Timestamp, rec.Topic, rec.Partition = off, lastTime, o.topic, o.partition
 			if compressed {
 				if buf == nil {
 					buf = make([]byte, 0, dec.DecompressedSize())
@@ -100,6 +115,7 @@ func (o *ownedDecode) decode(batches []byte, from int64) ([]Record, error) {
 			} else {
 				rec.Key, rec.Value = r.Key, r.Value // cap-limited by the parse
 			}
+			rec.Headers = nil
 			if len(r.Headers) > 0 {
 				start := len(hdrs)
 				for _, hd := range r.Headers {
@@ -163,4 +179,25 @@ func (o *ownedRecord) set(h *recordbatch.Header, v *recordbatch.RecordView) {
 			r.Headers[i] = Header{Key: string(key), Value: bytes.Clone(value)}
 		}
 	}
+}
+
+// cloneRecord returns a copy of r that shares nothing with it: its key, value and header values
+// in one new buffer.
+func cloneRecord(r *Record) *Record {
+	c := *r
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Value)
+	}
+	buf := make([]byte, 0, n)
+	c.Key, buf = take(buf, r.Key)
+	c.Value, buf = take(buf, r.Value)
+	if r.Headers != nil {
+		c.Headers = make([]Header, len(r.Headers))
+		for i, h := range r.Headers {
+			c.Headers[i].Key = h.Key
+			c.Headers[i].Value, buf = take(buf, h.Value)
+		}
+	}
+	return &c
 }

@@ -243,8 +243,8 @@ func (l *Log) isClosed() bool {
 //
 // Cost: a read of a few records (maxBytes up to 4 KiB) takes ReadRecord's path first, the offset
 // index and the record position cache, and allocates only the record (its struct, one buffer of
-// its bytes, its headers); it reads the batches as below only when the first record alone holds
-// fewer than maxBytes of key and value. A larger read decodes the batches once into one slab of
+// its bytes, its headers); it reads the batches as below only when the record at offset alone
+// holds fewer than maxBytes of key and value, or no record lies at offset. A larger read decodes the batches once into one slab of
 // records: uncompressed batches' keys, values and header values are not copied but point into
 // the buffer the batches were read into, which the records own, so that a record kept alive keeps
 // that read's bytes alive (up to maxBytes, or a copy the size of the batches when they fill less
@@ -264,9 +264,11 @@ func (l *Log) readRecords(offset int64, maxBytes int, hw int64, read func(dst []
 	if maxBytes <= singleReadMaxBytes {
 		one := new(ownedRecord)
 		err := l.readRecord(offset, hw, func(h recordbatch.Header, v recordbatch.RecordView) { one.set(&h, &v) })
-		// Anything else (no record, an error, a record of fewer bytes than asked for) is
-		// answered by the batches' read, whose errors and empty results ReadRecords promises.
-		if err == nil && len(one.rec.Key)+len(one.rec.Value) >= maxBytes {
+		// Anything else is answered by the batches' read, whose errors and empty results
+		// ReadRecords promises: no record, an error, a record of fewer bytes than asked for,
+		// or one past offset (offset in a control batch, where the batches' read returns none,
+		// or in a gap).
+		if err == nil && one.rec.Offset == offset && len(one.rec.Key)+len(one.rec.Value) >= maxBytes {
 			one.rec.Topic, one.rec.Partition = topic, partition
 			one.ptr[0] = &one.rec
 			return one.ptr[:], nil
@@ -293,6 +295,9 @@ func (l *Log) readRecords(offset int64, maxBytes int, hw int64, read func(dst []
 	l.putReadBuf(pooled)
 	dec := ownedDecode{topic: topic, partition: partition, maxDecompressed: l.conf().readDecompressLimit(), maxBytes: maxBytes}
 	recs, err := dec.decode(b, offset)
+	if len(recs) == 0 {
+		return nil, err
+	}
 	out := make([]*Record, len(recs))
 	for i := range recs {
 		out[i] = &recs[i]

@@ -153,6 +153,11 @@ type readerPartition struct {
 	recs   []Record
 	next   int
 	epochs []int32
+	// borrowed says that recs came from a fetch of Scan, into spareRecs and spareData, which
+	// the next fetch of Scan reuses: Next returns copies of such records.
+	borrowed  bool
+	spareRecs []Record
+	spareData []byte
 }
 
 // buffered reports whether rp holds fetched records not returned yet.
@@ -161,7 +166,7 @@ func (rp *readerPartition) buffered() bool { return rp.next < len(rp.recs) }
 // drop forgets the records fetched and not returned. The slab stays with the records returned
 // from it, which are the caller's.
 func (rp *readerPartition) drop() {
-	rp.recs, rp.next, rp.epochs = nil, 0, rp.epochs[:0]
+	rp.recs, rp.next, rp.epochs, rp.borrowed = nil, 0, rp.epochs[:0], false
 }
 
 // NewReader returns a reader of the topic configured by cfg. A named reader resumes at its
@@ -272,15 +277,20 @@ func (r *Reader) Name() string { return r.cfg.Name }
 // below a position under ResetNone (see validate), and ErrCorrupt when the next batch cannot be
 // read.
 func (r *Reader) Next(ctx context.Context) (*Record, error) {
+	return r.next(ctx, false)
+}
+
+// next is Next; with borrow, Scan's (see pollMode).
+func (r *Reader) next(ctx context.Context, borrow bool) (*Record, error) {
 	// A record buffered or fetched at once needs no wake-up channel.
-	if rec, _, err := r.poll(); rec != nil || err != nil {
+	if rec, _, err := r.pollMode(borrow); rec != nil || err != nil {
 		return rec, err
 	}
 	for {
 		// Take the wake-up channel before looking again, so an append between the look and
 		// the wait is never missed.
 		wake := r.topic.appendedChan()
-		rec, moved, err := r.poll()
+		rec, moved, err := r.pollMode(borrow)
 		if rec != nil || err != nil {
 			return rec, err
 		}
@@ -297,6 +307,17 @@ func (r *Reader) Next(ctx context.Context) (*Record, error) {
 
 // Records returns an iterator over the records Next returns: it yields each record with a nil
 // error, and stops after yielding the first error (ctx's when it ends).
+//
+// Cost: each fetch (up to MaxBytes from one partition) is decoded once into one slab of
+// Records, and the records' keys, values and header values point into the fetch's buffer rather
+// than being copied (but for compressed batches, copied out of the decompression buffer), so
+// that a fetch allocates a slab, its buffer and its headers, whatever its number of records.
+// What remains is that every record is the caller's: the slab (about 130 bytes a record) and the
+// buffer (the record's bytes as stored) are new for each fetch, about 250 bytes a record of
+// 116 bytes of key and value, which the garbage collector must sweep. With a small live heap
+// the collector then runs every few megabytes of records, and that, not the decode, is most of
+// what Records costs over Scan. A record kept alive keeps its whole fetch (slab and buffer)
+// alive. Scan reuses both.
 func (r *Reader) Records(ctx context.Context) iter.Seq2[*Record, error] {
 	return func(yield func(*Record, error) bool) {
 		for {
@@ -308,17 +329,48 @@ func (r *Reader) Records(ctx context.Context) iter.Seq2[*Record, error] {
 	}
 }
 
+// Scan returns an iterator over the records Next would return, blocking and ending as Records
+// does (it yields each record with a nil error, and stops after yielding the first error, ctx's
+// when it ends), moving the reader's positions as Next does: the zero-copy reader for hot loops,
+// as Log.Scan is the log's. The *Record yielded, and the bytes its Key, Value and Headers point
+// to, are valid only until the loop body returns: a later fetch of the partition in Scan reuses
+// them. Copy what you keep, or use Records.
+//
+// Each partition keeps the buffer and the Record slab of its last fetch in Scan (up to MaxBytes
+// and the records decoded from it) for the next one, so that, once they have grown, a drain
+// allocates nothing per record or per fetch (but for compressed batches and headers, which are
+// copied out at each fetch). Records fetched in Scan and returned by Next (or Records) are
+// copied first, so mixing the two is safe; two goroutines scanning one reader at once are not:
+// one's fetch may reuse the bytes of the record the other holds.
+func (r *Reader) Scan(ctx context.Context) iter.Seq2[*Record, error] {
+	return func(yield func(*Record, error) bool) {
+		for {
+			rec, err := r.next(ctx, true)
+			if !yield(rec, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
 // poll returns a buffered record, fetching from the partitions in turn when none is buffered;
-// nil, nil when every partition is at its high watermark. moved is closed by the next seek.
+// nil, nil when every partition is at its high watermark. moved is closed by the next seek. The
+// record is the caller's.
 func (r *Reader) poll() (rec *Record, moved <-chan struct{}, err error) {
+	return r.pollMode(false)
+}
+
+// pollMode is poll; with borrow (Scan), fetches reuse the buffers of the last fetch of Scan,
+// and the record is valid until the next call.
+func (r *Reader) pollMode(borrow bool) (rec *Record, moved <-chan struct{}, err error) {
 	r.mu.Lock()
-	rec, err = r.pollLocked()
+	rec, err = r.pollLocked(borrow)
 	moved = r.moved
 	r.mu.Unlock()
 	return rec, moved, err
 }
 
-func (r *Reader) pollLocked() (*Record, error) {
+func (r *Reader) pollLocked(borrow bool) (*Record, error) {
 	if r.stopped() {
 		return nil, ErrClosed
 	}
@@ -331,7 +383,7 @@ func (r *Reader) pollLocked() (*Record, error) {
 				return nil, err
 			}
 			if !rp.buffered() {
-				if err := r.fetch(rp); err != nil {
+				if err := r.fetch(rp, borrow); err != nil {
 					return nil, err
 				}
 			}
@@ -345,6 +397,9 @@ func (r *Reader) pollLocked() (*Record, error) {
 			rec := &rp.recs[rp.next]
 			rp.pos, rp.epoch = rec.Offset+1, rp.epochs[rp.next]
 			rp.next++
+			if rp.borrowed && !borrow {
+				rec = cloneRecord(rec) // its slab is Scan's, to be reused
+			}
 			if !rp.buffered() {
 				rp.drop()
 			}
@@ -356,19 +411,24 @@ func (r *Reader) pollLocked() (*Record, error) {
 }
 
 // fetch reads the next records of rp into its buffer, applying the reset policy when its
-// position is out of range. Callers hold mu.
-func (r *Reader) fetch(rp *readerPartition) error {
+// position is out of range; with borrow (Scan), into rp's spare buffer and slab. Callers hold
+// mu.
+func (r *Reader) fetch(rp *readerPartition, borrow bool) error {
 	for attempt := 0; ; attempt++ {
 		end := r.end(rp.p)
 		if rp.pos == end || (r.cfg.Isolation == ReadCommitted && rp.pos > end && rp.pos <= rp.p.HighWatermark()) {
 			return nil
 		}
-		if r.scratch == nil {
-			r.scratch = make([]byte, 0, r.cfg.MaxBytes)
+		dst := &r.scratch
+		if borrow {
+			dst = &rp.spareData
 		}
-		b, err := rp.p.ReadBatches(r.scratch[:0], rp.pos, r.cfg.MaxBytes)
-		if cap(b) > cap(r.scratch) {
-			r.scratch = b[:0] // grown for a batch larger than MaxBytes
+		if *dst == nil {
+			*dst = make([]byte, 0, r.cfg.MaxBytes)
+		}
+		b, err := rp.p.ReadBatches((*dst)[:0], rp.pos, r.cfg.MaxBytes)
+		if cap(b) > cap(*dst) {
+			*dst = b[:0] // grown for a batch larger than MaxBytes
 		}
 		if err == nil && r.cfg.Isolation == ReadCommitted {
 			b, err = r.committedOnly(rp, b, end)
@@ -390,12 +450,15 @@ func (r *Reader) fetch(rp *readerPartition) error {
 		// The records alias the bytes they are decoded from: a full fetch gives them the
 		// scratch buffer, a small one a copy of its bytes, so that a tailing reader's records
 		// do not hold MaxBytes each.
-		handed := len(b) >= cap(b)/2
-		if !handed {
+		handed := !borrow && len(b) >= cap(b)/2
+		if !borrow && !handed {
 			b = slices.Clone(b)
 		}
 		dec := ownedDecode{topic: rp.p.Topic(), partition: rp.p.id,
 			maxDecompressed: rp.p.log.conf().readDecompressLimit(), epochs: &rp.epochs}
+		if borrow {
+			dec.reuse = rp.spareRecs
+		}
 		rp.epochs = rp.epochs[:0]
 		recs, err := dec.decode(b, rp.pos)
 		if err != nil {
@@ -414,7 +477,10 @@ func (r *Reader) fetch(rp *readerPartition) error {
 		if handed {
 			r.scratch = nil
 		}
-		rp.recs, rp.next = recs, 0
+		if borrow {
+			rp.spareRecs = recs
+		}
+		rp.recs, rp.next, rp.borrowed = recs, 0, borrow
 		return nil
 	}
 }

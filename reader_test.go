@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -586,7 +587,8 @@ func stMustNoT[T any](v T, err error) T {
 }
 
 // TestReaderTailing: 4 readers tail a topic while single records are appended with short random
-// pauses; every record reaches every reader, in order, and no reader ever waits 10 s.
+// pauses, two with Next and two with Scan; every record reaches every reader, in order, and no
+// reader ever waits 10 s.
 func TestReaderTailing(t *testing.T) { forEachStore(t, testReaderTailing) }
 
 func testReaderTailing(t *testing.T, env *storeEnv) {
@@ -605,6 +607,10 @@ func testReaderTailing(t *testing.T, env *storeEnv) {
 	var wg sync.WaitGroup
 	for i, r := range rs {
 		wg.Go(func() {
+			if i%2 == 1 {
+				errs <- tailScan(r, i, total) // half the tailers read with Scan
+				return
+			}
 			errs <- tail(r, i, total)
 		})
 	}
@@ -638,13 +644,39 @@ func testReaderTailing(t *testing.T, env *storeEnv) {
 // tail reads total records from r, checking that each partition's offsets run on from 0 and its
 // values (the append sequence) only grow, and that every value comes once.
 func tail(r *Reader, id, total int) error {
-	next := map[int32]int64{}
+	return tailWith(id, total, func() (*Record, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return r.Next(ctx)
+	})
+}
+
+// tailScan is tail reading with Reader.Scan, each record checked before the next step reuses
+// its bytes; the scan fails when no record comes for 10 s.
+func tailScan(r *Reader, id, total int) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	timer := time.AfterFunc(10*time.Second, cancel)
+	defer timer.Stop()
+	next, stop := iter.Pull2(r.Scan(ctx))
+	defer stop()
+	return tailWith(id, total, func() (*Record, error) {
+		rec, err, ok := next()
+		timer.Reset(10 * time.Second)
+		if !ok {
+			return nil, errors.New("scan ended")
+		}
+		return rec, err
+	})
+}
+
+// tailWith is tail taking each record from next.
+func tailWith(id, total int, next func() (*Record, error)) error {
+	nextOff := map[int32]int64{}
 	lastSeq := map[int32]int{}
 	seen := make([]bool, total)
 	for i := range total {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		rec, err := r.Next(ctx)
-		cancel()
+		rec, err := next()
 		if err != nil {
 			return fmt.Errorf("tailer %d after %d records: %w", id, i, err)
 		}
@@ -653,13 +685,13 @@ func tail(r *Reader, id, total int) error {
 			return fmt.Errorf("tailer %d: bad or repeated value %q", id, rec.Value)
 		}
 		seen[seq] = true
-		if rec.Offset != next[rec.Partition] {
-			return fmt.Errorf("tailer %d partition %d: offset %d, want %d", id, rec.Partition, rec.Offset, next[rec.Partition])
+		if rec.Offset != nextOff[rec.Partition] {
+			return fmt.Errorf("tailer %d partition %d: offset %d, want %d", id, rec.Partition, rec.Offset, nextOff[rec.Partition])
 		}
 		if last, ok := lastSeq[rec.Partition]; ok && seq <= last {
 			return fmt.Errorf("tailer %d partition %d: sequence %d after %d", id, rec.Partition, seq, last)
 		}
-		next[rec.Partition]++
+		nextOff[rec.Partition]++
 		lastSeq[rec.Partition] = seq
 	}
 	return nil
