@@ -419,12 +419,14 @@ func (r *Reader) fetch(rp *readerPartition, borrow bool) error {
 		if rp.pos == end || (r.cfg.Isolation == ReadCommitted && rp.pos > end && rp.pos <= rp.p.HighWatermark()) {
 			return nil
 		}
-		dst := &r.scratch
-		if borrow {
-			dst = &rp.spareData
-		}
-		if *dst == nil {
-			*dst = make([]byte, 0, r.cfg.MaxBytes)
+		// Scan's fetches read into the partition's own buffer, grown by the reads to what they
+		// need (a partition tailed a record at a time keeps a small one); the others into the
+		// reader's, made MaxBytes at once.
+		dst := &rp.spareData
+		if !borrow {
+			if dst = &r.scratch; *dst == nil {
+				*dst = make([]byte, 0, r.cfg.MaxBytes)
+			}
 		}
 		b, err := rp.p.ReadBatches((*dst)[:0], rp.pos, r.cfg.MaxBytes)
 		if cap(b) > cap(*dst) {
