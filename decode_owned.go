@@ -50,7 +50,11 @@ func (o *ownedDecode) decode(batches []byte, from int64) ([]Record, error) {
 			break // the decode below reports it
 		}
 		if !h.Attributes.Control() && h.LastOffset() >= from {
-			n += min(max(int(h.RecordCount), 0), (h.Size()-recordbatch.HeaderSize)/minRecordSize)
+			room := h.Size() - recordbatch.HeaderSize
+			if h.Attributes.Codec() != recordbatch.CodecNone {
+				room = max(o.maxDecompressed, room) // what decompression may give
+			}
+			n += min(max(int(h.RecordCount), 0), room/minRecordSize)
 		}
 		pos += h.Size()
 	}
