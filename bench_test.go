@@ -714,7 +714,9 @@ func BenchmarkReadRandom(b *testing.B) {
 //     commitlog_nommap build tag) and the record position cache, so that after the first pass
 //     over the offsets every batch read has had its CRC checked and its positions kept;
 //   - ReadRecord-nocache: with WithRecordPositionCache(-1), every read checks its batch's CRC
-//     and walks it from its first record, as ReadRecords does.
+//     and walks it from its first record;
+//   - ReadRecords: ReadRecords(offset, 1), a new Record for each read, which takes ReadRecord's
+//     path (offset index and position cache) and allocates the record.
 func BenchmarkReadRecordRandom(b *testing.B) {
 	bl := buildBenchLog(b, b.TempDir(), benchBytes(b), 1000)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -759,6 +761,34 @@ func BenchmarkReadRecordRandom(b *testing.B) {
 			benchReport(b, b.N, benchMallocs()-m0, 1)
 		})
 	}
+	b.Run("log=ReadRecords", func(b *testing.B) {
+		l, err := OpenLog(bl.dir, LogConfig{Sync: SyncNever})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		sum := 0
+		b.SetBytes(benchRecBytes)
+		b.ReportAllocs()
+		b.ResetTimer()
+		m0 := benchMallocs()
+		for i := range b.N {
+			off := offsets[i%len(offsets)]
+			recs, err := l.ReadRecords(off, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(recs) != 1 || recs[0].Offset != off {
+				b.Fatalf("read offset %d, got %d records", off, len(recs))
+			}
+			sum += len(recs[0].Key) + len(recs[0].Value)
+		}
+		b.StopTimer()
+		if sum != b.N*benchRecBytes {
+			b.Fatalf("read %d bytes of records, want %d", sum, b.N*benchRecBytes)
+		}
+		benchReport(b, b.N, benchMallocs()-m0, 1)
+	})
 }
 
 // BenchmarkOpen opens a log of COMMITLOG_BENCH_BYTES: after a clean close (nothing to scan but

@@ -3,6 +3,7 @@ package commitlog
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/commitlog-go/commitlog/internal/recordbatch"
@@ -237,18 +238,71 @@ func (l *Log) isClosed() bool {
 // ReadRecords returns the records from offset on, decoded from the batches ReadBatches(nil,
 // offset, maxBytes) returns, until their keys and values total maxBytes: at least one record when
 // offset is below the log end offset (unless the batches there hold only control records), none
-// at the log end offset. ReadRecords(offset, 1) returns one record. The records are the caller's
-// (one allocation of records, bytes and headers for each batch, not for each record). Errors as
-// for ReadBatches.
+// at the log end offset. ReadRecords(offset, 1) returns one record. The records are the caller's.
+// Errors as for ReadBatches.
+//
+// Cost: a read of a few records (maxBytes up to 4 KiB) takes ReadRecord's path first, the offset
+// index and the record position cache, and allocates only the record (its struct, one buffer of
+// its bytes, its headers); it reads the batches as below only when the record at offset alone
+// holds fewer than maxBytes of key and value, or no record lies at offset. A larger read decodes the batches once into one slab of
+// records: uncompressed batches' keys, values and header values are not copied but point into
+// the buffer the batches were read into, which the records own, so that a record kept alive keeps
+// that read's bytes alive (up to maxBytes, or a copy the size of the batches when they fill less
+// than half the buffer). That is three allocations a read, not three a batch or a record.
 func (l *Log) ReadRecords(offset int64, maxBytes int) ([]*Record, error) {
-	buf := l.getReadBuf()
-	defer l.putReadBuf(buf)
-	b, err := l.ReadBatches((*buf)[:0], offset, maxBytes)
-	*buf = b
+	return l.readRecords(offset, maxBytes, -1, l.ReadBatches, "", 0)
+}
+
+// singleReadMaxBytes is the largest maxBytes for which ReadRecords looks up its first record
+// with ReadRecord's path before it reads whole batches.
+const singleReadMaxBytes = 4 << 10
+
+// readRecords is ReadRecords below hw (the log end offset when hw < 0), reading batches with read
+// (ReadBatches, or the partition's, bounded by its high watermark), and setting topic and
+// partition on the records.
+func (l *Log) readRecords(offset int64, maxBytes int, hw int64, read func(dst []byte, offset int64, maxBytes int) ([]byte, error), topic string, partition int32) ([]*Record, error) {
+	if maxBytes <= singleReadMaxBytes {
+		one := new(ownedRecord)
+		err := l.readRecord(offset, hw, func(h recordbatch.Header, v recordbatch.RecordView) { one.set(&h, &v) })
+		// Anything else is answered by the batches' read, whose errors and empty results
+		// ReadRecords promises: no record, an error, a record of fewer bytes than asked for,
+		// or one past offset (offset in a control batch, where the batches' read returns none,
+		// or in a gap).
+		if err == nil && one.rec.Offset == offset && len(one.rec.Key)+len(one.rec.Value) >= maxBytes {
+			one.rec.Topic, one.rec.Partition = topic, partition
+			one.ptr[0] = &one.rec
+			return one.ptr[:], nil
+		}
+	}
+	pooled := l.getReadBuf()
+	if cap(*pooled) == 0 {
+		*pooled = make([]byte, 0, min(max(maxBytes, 64<<10), iterChunk))
+	}
+	b, err := read((*pooled)[:0], offset, maxBytes)
 	if err != nil {
+		*pooled = b
+		l.putReadBuf(pooled)
 		return nil, err
 	}
-	return decodeChecked(nil, b, offset, l.conf().readDecompressLimit(), maxBytes)
+	// The records alias the bytes they are decoded from: a well-filled buffer is theirs, a
+	// small read's bytes are copied out so that its records do not keep the whole buffer.
+	if len(b) >= cap(b)/2 {
+		*pooled = nil
+	} else {
+		*pooled = b
+		b = slices.Clone(b)
+	}
+	l.putReadBuf(pooled)
+	dec := ownedDecode{topic: topic, partition: partition, maxDecompressed: l.conf().readDecompressLimit(), maxBytes: maxBytes}
+	recs, err := dec.decode(b, offset)
+	if len(recs) == 0 {
+		return nil, err
+	}
+	out := make([]*Record, len(recs))
+	for i := range recs {
+		out[i] = &recs[i]
+	}
+	return out, err
 }
 
 // getReadBuf returns a pooled buffer for batches that are decoded and copied out before it goes
@@ -264,7 +318,7 @@ func (l *Log) getReadBuf() *[]byte {
 const maxPooledReadBuf = 8 << 20
 
 func (l *Log) putReadBuf(b *[]byte) {
-	if cap(*b) <= maxPooledReadBuf {
+	if *b != nil && cap(*b) <= maxPooledReadBuf {
 		*b = (*b)[:0]
 		l.readBufs.Put(b)
 	}

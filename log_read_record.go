@@ -53,14 +53,15 @@ import (
 // consumer's client walks them to the record it wants (the broker does not check CRCs on fetch;
 // consumers do). ReadRecord is that walk done here, with the batch checked once per process.
 func (l *Log) ReadRecord(offset int64, r *Record) error {
-	return l.readRecord(offset, -1, r)
+	return l.readRecord(offset, -1, func(h recordbatch.Header, v recordbatch.RecordView) { setRecord(r, &h, &v) })
 }
 
 // readRecord is ReadRecord below hw (the partition's high watermark), or below the log end
-// offset when hw < 0.
-func (l *Log) readRecord(offset, hw int64, r *Record) error {
+// offset when hw < 0, handing the record found to set (which may be called again, by a read
+// again after a truncation, the last call being the record read).
+func (l *Log) readRecord(offset, hw int64, set segment.RecordFunc) error {
 	for range maxReadRetries {
-		retry, err := l.readRecordOnce(offset, hw, r)
+		retry, err := l.readRecordOnce(offset, hw, set)
 		if !retry {
 			return err
 		}
@@ -70,7 +71,7 @@ func (l *Log) readRecord(offset, hw int64, r *Record) error {
 
 // readRecordOnce is one attempt of readRecord; retry says that a truncation of the segment read
 // may have changed the bytes under it, and r and err are to be ignored.
-func (l *Log) readRecordOnce(offset, hw int64, r *Record) (retry bool, err error) {
+func (l *Log) readRecordOnce(offset, hw int64, set segment.RecordFunc) (retry bool, err error) {
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
@@ -94,7 +95,7 @@ func (l *Log) readRecordOnce(offset, hw int64, r *Record) (retry bool, err error
 		return false, err
 	}
 	for {
-		found, err := s.ReadRecord(offset, end, leo, pos, limit, gen, &l.bufs, func(h recordbatch.Header, v recordbatch.RecordView) { setRecord(r, &h, &v) })
+		found, err := s.ReadRecord(offset, end, leo, pos, limit, gen, &l.bufs, set)
 		changed := s.Truncations() != gen
 		l.release(s)
 		switch {

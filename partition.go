@@ -259,20 +259,14 @@ func (p *Partition) ReadRange(offset int64, maxBytes int) (*BatchRange, error) {
 }
 
 // ReadRecords returns the records from offset on, below the high watermark, decoded from the
-// batches ReadBatches returns; their Topic and Partition are set. Errors as for ReadBatches.
+// batches ReadBatches returns; their Topic and Partition are set. Cost as for Log.ReadRecords;
+// errors as for ReadBatches.
 func (p *Partition) ReadRecords(offset int64, maxBytes int) ([]*Record, error) {
-	buf := p.log.getReadBuf()
-	defer p.log.putReadBuf(buf)
-	b, err := p.ReadBatches((*buf)[:0], offset, maxBytes)
-	*buf = b
-	if err != nil {
-		return nil, err
+	hw := int64(-1)
+	if p.replicated.Load() {
+		hw = p.hw.Load()
 	}
-	recs, err := decodeChecked(nil, b, offset, p.log.conf().readDecompressLimit(), maxBytes)
-	for _, r := range recs {
-		r.Topic, r.Partition = p.topicName, p.id
-	}
-	return recs, err
+	return p.log.readRecords(offset, maxBytes, hw, p.ReadBatches, p.topicName, p.id)
 }
 
 // ReadRecord reads the record at offset (the first at or after it) into r, below the high
@@ -284,7 +278,7 @@ func (p *Partition) ReadRecord(offset int64, r *Record) error {
 	if p.replicated.Load() {
 		hw = p.hw.Load()
 	}
-	if err := p.log.readRecord(offset, hw, r); err != nil {
+	if err := p.log.readRecord(offset, hw, func(h recordbatch.Header, v recordbatch.RecordView) { setRecord(r, &h, &v) }); err != nil {
 		return err
 	}
 	r.Topic, r.Partition = p.topicName, p.id

@@ -129,7 +129,10 @@ type Reader struct {
 
 	commitMu sync.Mutex // serialises commits of this reader
 	wg       sync.WaitGroup
-	scratch  []byte
+	// scratch is the buffer fetches read batches into. A fetch that fills at least half of it
+	// gives it to the records it decodes (they alias it) and the next fetch makes another; a
+	// smaller one copies its batches out and keeps it.
+	scratch []byte
 }
 
 type readerPartition struct {
@@ -144,8 +147,26 @@ type readerPartition struct {
 	// was resumed from a commit, or the log was truncated since the last check (truncGen).
 	validate bool
 	truncGen uint64
-	buf      []*Record // fetched, not yet returned; buf[0].Offset >= pos
-	epochs   []int32   // the leader epoch of each record of buf
+	// recs are the records of the last fetch, one slab the records returned point into;
+	// recs[next:] are not returned yet, recs[next].Offset >= pos. epochs[i] is the leader
+	// epoch of recs[i].
+	recs   []Record
+	next   int
+	epochs []int32
+	// borrowed says that recs came from a fetch of Scan, into spareRecs and spareData, which
+	// the next fetch of Scan reuses: Next returns copies of such records.
+	borrowed  bool
+	spareRecs []Record
+	spareData []byte
+}
+
+// buffered reports whether rp holds fetched records not returned yet.
+func (rp *readerPartition) buffered() bool { return rp.next < len(rp.recs) }
+
+// drop forgets the records fetched and not returned. The slab stays with the records returned
+// from it, which are the caller's.
+func (rp *readerPartition) drop() {
+	rp.recs, rp.next, rp.epochs, rp.borrowed = nil, 0, rp.epochs[:0], false
 }
 
 // NewReader returns a reader of the topic configured by cfg. A named reader resumes at its
@@ -243,7 +264,7 @@ func (r *Reader) end(p *Partition) int64 {
 // before it. Callers hold mu (or own rp).
 func (rp *readerPartition) setPosition(off int64) {
 	rp.pos, rp.epoch, rp.validate = off, rp.p.log.epochOf(off-1), false
-	rp.buf, rp.epochs = rp.buf[:0], rp.epochs[:0]
+	rp.drop()
 }
 
 // Name returns the reader's name, "" for an anonymous reader.
@@ -256,11 +277,20 @@ func (r *Reader) Name() string { return r.cfg.Name }
 // below a position under ResetNone (see validate), and ErrCorrupt when the next batch cannot be
 // read.
 func (r *Reader) Next(ctx context.Context) (*Record, error) {
+	return r.next(ctx, false)
+}
+
+// next is Next; with borrow, Scan's (see pollMode).
+func (r *Reader) next(ctx context.Context, borrow bool) (*Record, error) {
+	// A record buffered or fetched at once needs no wake-up channel.
+	if rec, _, err := r.pollMode(borrow); rec != nil || err != nil {
+		return rec, err
+	}
 	for {
-		// Take the wake-up channel before looking, so an append between the look and the wait
-		// is never missed.
+		// Take the wake-up channel before looking again, so an append between the look and
+		// the wait is never missed.
 		wake := r.topic.appendedChan()
-		rec, moved, err := r.poll()
+		rec, moved, err := r.pollMode(borrow)
 		if rec != nil || err != nil {
 			return rec, err
 		}
@@ -277,6 +307,17 @@ func (r *Reader) Next(ctx context.Context) (*Record, error) {
 
 // Records returns an iterator over the records Next returns: it yields each record with a nil
 // error, and stops after yielding the first error (ctx's when it ends).
+//
+// Cost: each fetch (up to MaxBytes from one partition) is decoded once into one slab of
+// Records, and the records' keys, values and header values point into the fetch's buffer rather
+// than being copied (but for compressed batches, copied out of the decompression buffer), so
+// that a fetch allocates a slab, its buffer and its headers, whatever its number of records.
+// What remains is that every record is the caller's: the slab (about 130 bytes a record) and the
+// buffer (the record's bytes as stored) are new for each fetch, about 250 bytes a record of
+// 116 bytes of key and value, which the garbage collector must sweep. With a small live heap
+// the collector then runs every few megabytes of records, and that, not the decode, is most of
+// what Records costs over Scan. A record kept alive keeps its whole fetch (slab and buffer)
+// alive. Scan reuses both.
 func (r *Reader) Records(ctx context.Context) iter.Seq2[*Record, error] {
 	return func(yield func(*Record, error) bool) {
 		for {
@@ -288,16 +329,48 @@ func (r *Reader) Records(ctx context.Context) iter.Seq2[*Record, error] {
 	}
 }
 
-// poll returns a buffered record, fetching from the partitions in turn when none is buffered;
-// nil, nil when every partition is at its high watermark. moved is closed by the next seek.
-func (r *Reader) poll() (rec *Record, moved <-chan struct{}, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rec, err = r.pollLocked()
-	return rec, r.moved, err
+// Scan returns an iterator over the records Next would return, blocking and ending as Records
+// does (it yields each record with a nil error, and stops after yielding the first error, ctx's
+// when it ends), moving the reader's positions as Next does: the zero-copy reader for hot loops,
+// as Log.Scan is the log's. The *Record yielded, and the bytes its Key, Value and Headers point
+// to, are valid only until the loop body returns: a later fetch of the partition in Scan reuses
+// them. Copy what you keep, or use Records.
+//
+// Each partition keeps the buffer and the Record slab of its last fetch in Scan (up to MaxBytes
+// and the records decoded from it) for the next one, so that, once they have grown, a drain
+// allocates nothing per record or per fetch (but for compressed batches and headers, which are
+// copied out at each fetch). Records fetched in Scan and returned by Next (or Records) are
+// copied first, so mixing the two is safe; two goroutines scanning one reader at once are not:
+// one's fetch may reuse the bytes of the record the other holds.
+func (r *Reader) Scan(ctx context.Context) iter.Seq2[*Record, error] {
+	return func(yield func(*Record, error) bool) {
+		for {
+			rec, err := r.next(ctx, true)
+			if !yield(rec, err) || err != nil {
+				return
+			}
+		}
+	}
 }
 
-func (r *Reader) pollLocked() (*Record, error) {
+// poll returns a buffered record, fetching from the partitions in turn when none is buffered;
+// nil, nil when every partition is at its high watermark. moved is closed by the next seek. The
+// record is the caller's.
+func (r *Reader) poll() (rec *Record, moved <-chan struct{}, err error) {
+	return r.pollMode(false)
+}
+
+// pollMode is poll; with borrow (Scan), fetches reuse the buffers of the last fetch of Scan,
+// and the record is valid until the next call.
+func (r *Reader) pollMode(borrow bool) (rec *Record, moved <-chan struct{}, err error) {
+	r.mu.Lock()
+	rec, err = r.pollLocked(borrow)
+	moved = r.moved
+	r.mu.Unlock()
+	return rec, moved, err
+}
+
+func (r *Reader) pollLocked(borrow bool) (*Record, error) {
 	if r.stopped() {
 		return nil, ErrClosed
 	}
@@ -309,8 +382,8 @@ func (r *Reader) pollLocked() (*Record, error) {
 			if err := r.validate(rp); err != nil {
 				return nil, err
 			}
-			if len(rp.buf) == 0 {
-				if err := r.fetch(rp); err != nil {
+			if !rp.buffered() {
+				if err := r.fetch(rp, borrow); err != nil {
 					return nil, err
 				}
 			}
@@ -320,12 +393,16 @@ func (r *Reader) pollLocked() (*Record, error) {
 				break
 			}
 		}
-		if len(rp.buf) > 0 {
-			rec := rp.buf[0]
-			rp.buf[0] = nil
-			rp.buf = rp.buf[1:]
-			rp.pos, rp.epoch = rec.Offset+1, rp.epochs[0]
-			rp.epochs = rp.epochs[1:]
+		if rp.buffered() {
+			rec := &rp.recs[rp.next]
+			rp.pos, rp.epoch = rec.Offset+1, rp.epochs[rp.next]
+			rp.next++
+			if rp.borrowed && !borrow {
+				rec = cloneRecord(rec) // its slab is Scan's, to be reused
+			}
+			if !rp.buffered() {
+				rp.drop()
+			}
 			r.cursor = (idx + 1) % n
 			return rec, nil
 		}
@@ -334,17 +411,29 @@ func (r *Reader) pollLocked() (*Record, error) {
 }
 
 // fetch reads the next records of rp into its buffer, applying the reset policy when its
-// position is out of range. Callers hold mu.
-func (r *Reader) fetch(rp *readerPartition) error {
+// position is out of range; with borrow (Scan), into rp's spare buffer and slab. Callers hold
+// mu.
+func (r *Reader) fetch(rp *readerPartition, borrow bool) error {
 	for attempt := 0; ; attempt++ {
 		end := r.end(rp.p)
 		if rp.pos == end || (r.cfg.Isolation == ReadCommitted && rp.pos > end && rp.pos <= rp.p.HighWatermark()) {
 			return nil
 		}
-		var err error
-		r.scratch, err = rp.p.ReadBatches(r.scratch[:0], rp.pos, r.cfg.MaxBytes)
+		// Scan's fetches read into the partition's own buffer, grown by the reads to what they
+		// need (a partition tailed a record at a time keeps a small one); the others into the
+		// reader's, made MaxBytes at once.
+		dst := &rp.spareData
+		if !borrow {
+			if dst = &r.scratch; *dst == nil {
+				*dst = make([]byte, 0, r.cfg.MaxBytes)
+			}
+		}
+		b, err := rp.p.ReadBatches((*dst)[:0], rp.pos, r.cfg.MaxBytes)
+		if cap(b) > cap(*dst) {
+			*dst = b[:0] // grown for a batch larger than MaxBytes
+		}
 		if err == nil && r.cfg.Isolation == ReadCommitted {
-			r.scratch, err = r.committedOnly(rp, r.scratch, end)
+			b, err = r.committedOnly(rp, b, end)
 		}
 		if errors.Is(err, ErrOffsetOutOfRange) && attempt == 0 && r.cfg.Reset != ResetNone {
 			from := rp.pos
@@ -360,21 +449,40 @@ func (r *Reader) fetch(rp *readerPartition) error {
 		if err != nil {
 			return fmt.Errorf("topic %s partition %d position %d: %w", rp.p.Topic(), rp.p.id, rp.pos, err)
 		}
-		recs, err := decodeChecked(rp.buf[:0], r.scratch, rp.pos, rp.p.log.conf().readDecompressLimit(), 0)
+		// The records alias the bytes they are decoded from: a full fetch gives them the
+		// scratch buffer, a small one a copy of its bytes, so that a tailing reader's records
+		// do not hold MaxBytes each.
+		handed := !borrow && len(b) >= cap(b)/2
+		if !borrow && !handed {
+			b = slices.Clone(b)
+		}
+		dec := ownedDecode{topic: rp.p.Topic(), partition: rp.p.id,
+			maxDecompressed: rp.p.log.conf().readDecompressLimit(), epochs: &rp.epochs}
+		if borrow {
+			dec.reuse = rp.spareRecs
+		}
+		rp.epochs = rp.epochs[:0]
+		recs, err := dec.decode(b, rp.pos)
 		if err != nil {
+			rp.epochs = rp.epochs[:0]
 			return fmt.Errorf("topic %s partition %d position %d: %w", rp.p.Topic(), rp.p.id, rp.pos, err)
 		}
-		for _, rec := range recs {
-			rec.Topic, rec.Partition = rp.p.Topic(), rp.p.id
+		if len(recs) == 0 {
+			if len(b) > 0 {
+				// Only control records (or, under ReadCommitted, aborted batches): pass over
+				// their offsets.
+				rp.pos, rp.epoch = lastNextOffset(b)
+				continue
+			}
+			return nil
 		}
-		rp.buf = recs
-		rp.epochs = recordEpochs(rp.epochs[:0], recs, r.scratch)
-		if len(recs) == 0 && len(r.scratch) > 0 {
-			// Only control records (or, under ReadCommitted, aborted batches): pass over their
-			// offsets.
-			rp.pos, rp.epoch = lastNextOffset(r.scratch)
-			continue
+		if handed {
+			r.scratch = nil
 		}
+		if borrow {
+			rp.spareRecs = recs
+		}
+		rp.recs, rp.next, rp.borrowed = recs, 0, borrow
 		return nil
 	}
 }
@@ -393,36 +501,6 @@ func lastNextOffset(b []byte) (int64, int32) {
 		b = b[h.Size():]
 	}
 	return next, epoch
-}
-
-// recordEpochs appends to dst the leader epoch of each of recs, decoded from the back-to-back
-// batches in b: the epoch of the batch whose offsets hold the record (UndefinedEpoch if none
-// does, which a decode of b never gives).
-func recordEpochs(dst []int32, recs []*Record, b []byte) []int32 {
-	h, ok := recordbatch.Header{}, false
-	next := func() {
-		ok = false
-		if len(b) < recordbatch.HeaderSize {
-			return
-		}
-		var err error
-		if h, err = recordbatch.ParseHeader(b, 0); err != nil || h.Size() > len(b) {
-			return
-		}
-		b, ok = b[h.Size():], true
-	}
-	next()
-	for _, rec := range recs {
-		for ok && h.LastOffset() < rec.Offset {
-			next()
-		}
-		if ok && h.BaseOffset <= rec.Offset {
-			dst = append(dst, h.PartitionLeaderEpoch)
-		} else {
-			dst = append(dst, UndefinedEpoch)
-		}
-	}
-	return dst
 }
 
 // validate checks rp's position against the log's leader epochs when it must (resumed from a
@@ -444,7 +522,7 @@ func recordEpochs(dst []int32, recs []*Record, b []byte) []int32 {
 func (r *Reader) validate(rp *readerPartition) error {
 	if g := rp.p.log.truncGen.Load(); g != rp.truncGen {
 		rp.truncGen, rp.validate = g, true
-		rp.buf, rp.epochs = rp.buf[:0], rp.epochs[:0]
+		rp.drop()
 	}
 	if !rp.validate {
 		return nil
@@ -467,7 +545,7 @@ func (r *Reader) validate(rp *readerPartition) error {
 			TruncatedOffset: end, LeaderEpoch: rp.epoch}
 	}
 	rp.pos, rp.epoch, rp.validate = end, epoch, false
-	rp.buf, rp.epochs = rp.buf[:0], rp.epochs[:0]
+	rp.drop()
 	rp.p.log.logger.Info("reader position past a truncation; reset to the divergence point", "reader", r.cfg.Name,
 		"topic", rp.p.Topic(), "partition", rp.p.id, "from", from, "leader_epoch", epoch, "to", end)
 	return nil
@@ -503,7 +581,7 @@ func (r *Reader) Seek(partition int32, offset int64) error {
 	}
 	// Kafka's seek(partition, offset) carries no epoch, and skips validation.
 	rp.pos, rp.epoch, rp.validate = offset, UndefinedEpoch, false
-	rp.buf, rp.epochs = rp.buf[:0], rp.epochs[:0]
+	rp.drop()
 	rp.truncGen = rp.p.log.truncGen.Load()
 	r.wakeMoved()
 	return nil

@@ -72,6 +72,30 @@ func (w *isoWriter) marker(p int32, pid int64, commit bool) int64 {
 // ends the read when nothing more is readable (a Next that waits returns the deadline's error).
 func readAvailable(t *testing.T, r *Reader) []isoSeen {
 	t.Helper()
+	return readAvailableVia(t, r, false)
+}
+
+// readAvailableVia is readAvailable, reading with Reader.Scan when scan is set: its context is
+// cancelled when no record has come for the same short time.
+func readAvailableVia(t *testing.T, r *Reader, scan bool) []isoSeen {
+	t.Helper()
+	if scan {
+		const idle = 50 * time.Millisecond
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		timer := time.AfterFunc(idle, cancel)
+		defer timer.Stop()
+		var out []isoSeen
+		for rec, err := range r.Scan(ctx) {
+			if err != nil {
+				require.ErrorIs(t, err, context.Canceled)
+				break
+			}
+			out = append(out, isoSeen{rec.Partition, rec.Offset, string(rec.Value)})
+			timer.Reset(idle)
+		}
+		return out
+	}
 	var out []isoSeen
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -99,9 +123,14 @@ func byPartition(seen []isoSeen) map[int32][]isoSeen {
 // reader returns exactly the committed and plain records, in offset order per partition, no
 // marker; a ReadUncommitted reader returns every data record. Both end past the markers, their lag
 // 0. With MaxBytes 1 every fetch is one batch, so each aborted batch is the last of its fetch.
+// Next and Reader.Scan read alike.
 func TestReadCommittedTwoProducersTwoPartitions(t *testing.T) {
-	for _, maxBytes := range []int{0, 1} {
-		t.Run(fmt.Sprint("max_bytes=", maxBytes), func(t *testing.T) {
+	for _, tc := range []struct {
+		maxBytes int
+		scan     bool // read with Reader.Scan rather than Next
+	}{{0, false}, {1, false}, {0, true}, {1, true}} {
+		maxBytes := tc.maxBytes
+		t.Run(fmt.Sprint("max_bytes=", maxBytes, "/scan=", tc.scan), func(t *testing.T) {
 			forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
 				s := openTxnStore(t, fsy, t.TempDir(), 2)
 				w := newIsoWriter(t, s, "out")
@@ -134,7 +163,7 @@ func TestReadCommittedTwoProducersTwoPartitions(t *testing.T) {
 				require.Equal(t, map[int32][]isoSeen{
 					0: {{0, 0, "a0-0"}, {0, 2, "p0-0"}, {0, 3, "a0-1"}, {0, 4, "a0-2"}, {0, 9, "p0-1"}},
 					1: {{1, 1, "a1-0"}, {1, 3, "a1-1"}},
-				}, byPartition(readAvailable(t, rc)))
+				}, byPartition(readAvailableVia(t, rc, tc.scan)))
 				require.Equal(t, map[int32]int64{0: 10, 1: 7}, rc.Positions(), "past the last aborted batch and marker")
 				require.Equal(t, map[int32]int64{0: 0, 1: 0}, rc.Lag())
 
@@ -145,7 +174,7 @@ func TestReadCommittedTwoProducersTwoPartitions(t *testing.T) {
 					0: {{0, 0, "a0-0"}, {0, 1, "b0-0"}, {0, 2, "p0-0"}, {0, 3, "a0-1"}, {0, 4, "a0-2"},
 						{0, 5, "b0-1"}, {0, 6, "b0-2"}, {0, 9, "p0-1"}},
 					1: {{1, 0, "b1-0"}, {1, 1, "a1-0"}, {1, 3, "a1-1"}, {1, 5, "b1-1"}},
-				}, byPartition(readAvailable(t, ru)))
+				}, byPartition(readAvailableVia(t, ru, tc.scan)))
 				require.Equal(t, map[int32]int64{0: 10, 1: 7}, ru.Positions())
 			})
 		})

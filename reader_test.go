@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"iter"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -410,7 +412,8 @@ func TestReaderSeekToTimeEarthquakes(t *testing.T) {
 }
 
 // TestReaderConcurrentWriterAndSeekers: one writer appends 100-record batches while 8 readers
-// read, seek and read partitions directly. Every reader sees consecutive offsets per partition
+// read (half with Next, half with Scan), seek and read partitions directly (ReadRecords of many
+// records and of one). Every reader sees consecutive offsets per partition
 // and exactly the values written there, never a record past the end, and never
 // ErrOffsetOutOfRange.
 func TestReaderConcurrentWriterAndSeekers(t *testing.T) {
@@ -539,7 +542,11 @@ func concurrentReader(tp *Topic, id int, value func(int32, int64) string, writer
 			if op < 8 {
 				off = rng.Int64N(end + 1)
 			}
-			recs, err := p.ReadRecords(off, 8<<10)
+			maxBytes := 8 << 10
+			if op == 7 {
+				maxBytes = 1 // a single record, by ReadRecord's path
+			}
+			recs, err := p.ReadRecords(off, maxBytes)
 			if err != nil {
 				return fmt.Errorf("reader %d partition %d: ReadRecords(%d), end %d: %w", id, p.ID(), off, end, err)
 			}
@@ -552,7 +559,31 @@ func concurrentReader(tp *Topic, id int, value func(int32, int64) string, writer
 			}
 		default:
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-			rec, err := r.Next(ctx)
+			var rec *Record
+			var err error
+			if id%2 == 1 {
+				// Odd readers read with Scan, one record a loop: its fetches reuse their
+				// buffers across the seeks; the record is checked before the step ends.
+				for rec, err = range r.Scan(ctx) {
+					if err == nil {
+						err = checkRecord(rec)
+						reads++
+					}
+					break
+				}
+				cancel()
+				if errors.Is(err, context.DeadlineExceeded) {
+					if writerDone.Load() && reads > 0 && !slices.ContainsFunc(slices.Collect(maps.Values(r.Lag())), func(l int64) bool { return l != 0 }) {
+						return nil
+					}
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("reader %d: %w", id, err)
+				}
+				continue
+			}
+			rec, err = r.Next(ctx)
 			cancel()
 			if errors.Is(err, context.DeadlineExceeded) {
 				if writerDone.Load() {
@@ -579,7 +610,8 @@ func concurrentReader(tp *Topic, id int, value func(int32, int64) string, writer
 }
 
 // TestReaderTailing: 4 readers tail a topic while single records are appended with short random
-// pauses; every record reaches every reader, in order, and no reader ever waits 10 s.
+// pauses, two with Next and two with Scan; every record reaches every reader, in order, and no
+// reader ever waits 10 s.
 func TestReaderTailing(t *testing.T) { forEachStore(t, testReaderTailing) }
 
 func testReaderTailing(t *testing.T, env *storeEnv) {
@@ -598,6 +630,10 @@ func testReaderTailing(t *testing.T, env *storeEnv) {
 	var wg sync.WaitGroup
 	for i, r := range rs {
 		wg.Go(func() {
+			if i%2 == 1 {
+				errs <- tailScan(r, i, total) // half the tailers read with Scan
+				return
+			}
 			errs <- tail(r, i, total)
 		})
 	}
@@ -631,13 +667,39 @@ func testReaderTailing(t *testing.T, env *storeEnv) {
 // tail reads total records from r, checking that each partition's offsets run on from 0 and its
 // values (the append sequence) only grow, and that every value comes once.
 func tail(r *Reader, id, total int) error {
-	next := map[int32]int64{}
+	return tailWith(id, total, func() (*Record, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return r.Next(ctx)
+	})
+}
+
+// tailScan is tail reading with Reader.Scan, each record checked before the next step reuses
+// its bytes; the scan fails when no record comes for 10 s.
+func tailScan(r *Reader, id, total int) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	timer := time.AfterFunc(10*time.Second, cancel)
+	defer timer.Stop()
+	next, stop := iter.Pull2(r.Scan(ctx))
+	defer stop()
+	return tailWith(id, total, func() (*Record, error) {
+		rec, err, ok := next()
+		timer.Reset(10 * time.Second)
+		if !ok {
+			return nil, errors.New("scan ended")
+		}
+		return rec, err
+	})
+}
+
+// tailWith is tail taking each record from next.
+func tailWith(id, total int, next func() (*Record, error)) error {
+	nextOff := map[int32]int64{}
 	lastSeq := map[int32]int{}
 	seen := make([]bool, total)
 	for i := range total {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		rec, err := r.Next(ctx)
-		cancel()
+		rec, err := next()
 		if err != nil {
 			return fmt.Errorf("tailer %d after %d records: %w", id, i, err)
 		}
@@ -646,13 +708,13 @@ func tail(r *Reader, id, total int) error {
 			return fmt.Errorf("tailer %d: bad or repeated value %q", id, rec.Value)
 		}
 		seen[seq] = true
-		if rec.Offset != next[rec.Partition] {
-			return fmt.Errorf("tailer %d partition %d: offset %d, want %d", id, rec.Partition, rec.Offset, next[rec.Partition])
+		if rec.Offset != nextOff[rec.Partition] {
+			return fmt.Errorf("tailer %d partition %d: offset %d, want %d", id, rec.Partition, rec.Offset, nextOff[rec.Partition])
 		}
 		if last, ok := lastSeq[rec.Partition]; ok && seq <= last {
 			return fmt.Errorf("tailer %d partition %d: sequence %d after %d", id, rec.Partition, seq, last)
 		}
-		next[rec.Partition]++
+		nextOff[rec.Partition]++
 		lastSeq[rec.Partition] = seq
 	}
 	return nil

@@ -35,6 +35,8 @@ type Topic struct {
 	// waits, so that appends without waiting readers allocate nothing.
 	appended chan struct{}
 	closed   bool
+	// shut mirrors closed for isClosed, which a reader asks at every record: read without mu.
+	shut atomic.Bool
 }
 
 // topicState is a topic's configuration and partitions; never changed once published.
@@ -289,11 +291,7 @@ func (t *Topic) broadcast() {
 }
 
 // isClosed reports whether the topic was closed or deleted.
-func (t *Topic) isClosed() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.closed
-}
+func (t *Topic) isClosed() bool { return t.shut.Load() }
 
 // close closes every partition's log and wakes waiting readers.
 func (t *Topic) close() error {
@@ -303,6 +301,7 @@ func (t *Topic) close() error {
 		return nil
 	}
 	t.closed = true
+	t.shut.Store(true)
 	if t.appended != nil {
 		close(t.appended)
 		t.appended = nil

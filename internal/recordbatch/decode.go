@@ -134,6 +134,12 @@ func (d *Decoder) Decode(b []byte) (Batch, error) {
 	return decode(b, d.Limits, &d.dec, &d.buf)
 }
 
+// DecompressedSize returns the size in bytes of the records section the last Decode or
+// EachRecord on d decompressed: during EachRecord's fn, that of the batch being walked. It is 0
+// before the first compressed batch, and stays that of the last compressed batch while
+// uncompressed ones are read.
+func (d *Decoder) DecompressedSize() int { return len(d.buf) }
+
 // scratch is what Decode and Validate borrow from a pool: decompressors are costly to create
 // (zstd's most of all), so they are shared rather than made per call.
 type scratch struct {

@@ -1,0 +1,184 @@
+package commitlog
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// BenchmarkReaderDrain drains one partition of 1,000,000 records (16-byte keys, 100-byte values,
+// appended 1,000 to a batch) from its first offset to its high watermark, on the file store and
+// the in-memory store. One op is one whole drain; MB/s counts key and value bytes, records/s the
+// records of all ops. Every line reads the same partition:
+//
+//   - scan: Partition.Scan, the zero-copy iterator (records valid only during the loop body);
+//   - reader: Reader.Records from Earliest, records the caller owns;
+//   - reader-scan: Reader.Scan from Earliest, the zero-copy reader (records valid only during
+//     the loop body);
+//   - readrecords: Partition.ReadRecords(offset, DefaultReaderMaxBytes) in a loop, records the
+//     caller owns.
+//
+// The other lines report x-scan, their records/s over the scan line's of the
+// same run, so the ratio is visible in one run:
+//
+//	go test -run='^$' -bench=BenchmarkReaderDrain -benchtime=3x .
+func BenchmarkReaderDrain(b *testing.B) {
+	const total = 1_000_000
+	for _, kind := range []string{"file", "memory"} {
+		b.Run("store="+kind, func(b *testing.B) {
+			var s *Store
+			var err error
+			if kind == "memory" {
+				s, err = OpenInMemory()
+			} else {
+				s, err = Open(b.TempDir())
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = s.Close() })
+			t := fillBenchTopic(b, s, 1, total)
+			p, err := t.Partition(0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var scanRate, scanCPU float64
+			// report adds records/s, allocs/record and cpu-ns/record (the process's CPU time,
+			// the garbage collector's included, steadier than records/s on a busy machine),
+			// and, against the scan line, x-scan (records/s) and cpu-x-scan (CPU time a record,
+			// the scan line's over this one's: above 1 is cheaper than scan).
+			report := func(b *testing.B, n int, mallocs uint64, cpu0 time.Duration, vsScan bool) (float64, float64) {
+				b.StopTimer()
+				cpu1, _ := processCPU()
+				if n != b.N*total {
+					b.Fatalf("read %d records, want %d", n, b.N*total)
+				}
+				benchReport(b, n, mallocs, 1)
+				rate := float64(n) / b.Elapsed().Seconds()
+				cpu := float64((cpu1 - cpu0).Nanoseconds()) / float64(n)
+				b.ReportMetric(cpu, "cpu-ns/record")
+				if vsScan && scanRate > 0 {
+					b.ReportMetric(rate/scanRate, "x-scan")
+				}
+				if vsScan && scanCPU > 0 && cpu > 0 {
+					b.ReportMetric(scanCPU/cpu, "cpu-x-scan")
+				}
+				return rate, cpu
+			}
+			check := func(b *testing.B, want int64, r *Record) {
+				if r.Offset != want || len(r.Key) != benchKeySize || len(r.Value) != benchValueSize {
+					b.Fatalf("record at %d: offset %d, %d key bytes, %d value bytes", want, r.Offset, len(r.Key), len(r.Value))
+				}
+			}
+
+			b.Run("read=scan", func(b *testing.B) {
+				b.SetBytes(total * benchRecBytes)
+				runtime.GC() // the fill's and the last line's garbage, outside the clock
+				b.ResetTimer()
+				m0 := benchMallocs()
+				cpu0, _ := processCPU()
+				n := 0
+				for range b.N {
+					next := int64(0)
+					for r, err := range p.Scan(0) {
+						if err != nil {
+							b.Fatal(err)
+						}
+						check(b, next, r)
+						next++
+						n++
+					}
+				}
+				scanRate, scanCPU = report(b, n, benchMallocs()-m0, cpu0, false)
+			})
+			b.Run("read=reader", func(b *testing.B) {
+				b.SetBytes(total * benchRecBytes)
+				runtime.GC() // the fill's and the last line's garbage, outside the clock
+				b.ResetTimer()
+				m0 := benchMallocs()
+				cpu0, _ := processCPU()
+				n := 0
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				for range b.N {
+					r, err := t.NewReader(ReaderConfig{Start: Earliest})
+					if err != nil {
+						b.Fatal(err)
+					}
+					next := int64(0)
+					for rec, err := range r.Records(ctx) {
+						if err != nil {
+							b.Fatal(err)
+						}
+						check(b, next, rec)
+						next++
+						n++
+						if next == total {
+							break
+						}
+					}
+					if err := r.Close(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				report(b, n, benchMallocs()-m0, cpu0, true)
+			})
+			b.Run("read=reader-scan", func(b *testing.B) {
+				b.SetBytes(total * benchRecBytes)
+				runtime.GC() // the fill's and the last line's garbage, outside the clock
+				b.ResetTimer()
+				m0 := benchMallocs()
+				cpu0, _ := processCPU()
+				n := 0
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				for range b.N {
+					r, err := t.NewReader(ReaderConfig{Start: Earliest})
+					if err != nil {
+						b.Fatal(err)
+					}
+					next := int64(0)
+					for rec, err := range r.Scan(ctx) {
+						if err != nil {
+							b.Fatal(err)
+						}
+						check(b, next, rec)
+						next++
+						n++
+						if next == total {
+							break
+						}
+					}
+					if err := r.Close(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				report(b, n, benchMallocs()-m0, cpu0, true)
+			})
+			b.Run("read=readrecords", func(b *testing.B) {
+				b.SetBytes(total * benchRecBytes)
+				runtime.GC() // the fill's and the last line's garbage, outside the clock
+				b.ResetTimer()
+				m0 := benchMallocs()
+				cpu0, _ := processCPU()
+				n := 0
+				for range b.N {
+					next := int64(0)
+					for next < total {
+						recs, err := p.ReadRecords(next, DefaultReaderMaxBytes)
+						if err != nil {
+							b.Fatal(err)
+						}
+						for _, r := range recs {
+							check(b, next, r)
+							next++
+							n++
+						}
+					}
+				}
+				report(b, n, benchMallocs()-m0, cpu0, true)
+			})
+		})
+	}
+}
