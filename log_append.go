@@ -101,6 +101,11 @@ func (l *Log) appendCalls(ctx context.Context, recs []*Record, starts []int, bat
 	if err != nil {
 		return writeTicket{}, err
 	}
+	// The stats count each call a request, as Kafka counts each produce request, though the
+	// calls went in one write (publish counted the write one).
+	if len(starts) > 1 {
+		l.stats.appended.requests.Add(int64(len(starts) - 1))
+	}
 	for i, r := range recs {
 		r.Offset = first + int64(i)
 	}
