@@ -387,12 +387,18 @@ func (l *roLog) offsetForTime(ts int64) (int64, error) {
 }
 
 // epochAt returns the epoch of the last entry of the writer's epoch checkpoint starting at or
-// below offset, UndefinedEpoch when none does or the checkpoint is unknown.
+// below offset, UndefinedEpoch when none does, the checkpoint is unknown or offset is at or past
+// the log end offset.
 func (l *roLog) epochAt(offset int64) int32 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	epoch := UndefinedEpoch
 	if l.epochs == nil {
+		return epoch
+	}
+	if _, leo := l.offsetsLocked(); offset >= leo {
+		// No record there (a position past the end): nothing to check a truncation against;
+		// the reset policy moves the position.
 		return epoch
 	}
 	for _, e := range l.epochs.entries {

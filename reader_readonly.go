@@ -109,8 +109,7 @@ func (r *ReadOnlyReader) startOffset(l *roLog) (int64, error) {
 // Next returns the next record, waiting for one until ctx is done (ctx's error), the reader or
 // the store is closed (ErrClosed). A position below the log start offset (retention deleted the
 // records) or past the log end offset (the writer truncated the log) is moved as cfg.Reset says:
-// ResetEarliest to the log start offset (past the end: the log end offset, where the log
-// diverged at the latest), ResetLatest to the log end offset, ResetNone returns
+// ResetEarliest to the log start offset, ResetLatest to the log end offset, ResetNone returns
 // ErrOffsetOutOfRange and stays. A position the writer's truncation passed, though the log has
 // grown past it again, is found from the leader epochs (the batch's of the record before it,
 // against the writer's leader-epoch-checkpoint, Kafka's OffsetsForLeaderEpoch, as Reader finds
@@ -197,11 +196,9 @@ func (r *ReadOnlyReader) fetch(rp *roReaderPart) (bool, error) {
 		if rp.next < start || rp.next > end {
 			switch r.cfg.Reset {
 			case ResetEarliest:
-				if rp.next < start {
-					rp.next = start
-				} else {
-					rp.next = end // where the log diverged at the latest
-				}
+				// Either side, as Reader and Kafka's consumer (auto.offset.reset=earliest on
+				// OFFSET_OUT_OF_RANGE) do: a truncation the epochs can place was handled above.
+				rp.next = start
 			case ResetLatest:
 				rp.next = end
 			default:

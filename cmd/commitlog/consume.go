@@ -291,6 +291,9 @@ func endConsume(err error) error {
 // consumeReadOnly is consume without --reader: the store is opened read-only
 // (openStoreReadOnly), so consume tails a store another process writes, and writes nothing.
 func consumeReadOnly(ctx context.Context, g *globals, f *consumeFlags, start from, format recordFormat, reset commitlog.ResetPolicy) error {
+	if err := commitlog.CheckTopicName(f.topic); err != nil {
+		return usageError("%s", oneLine(err.Error())) // no topic could have the name
+	}
 	s, err := g.openStoreReadOnly()
 	if err != nil {
 		return err

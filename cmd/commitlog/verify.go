@@ -46,10 +46,12 @@ and a follower copies its leader's gaps), so a gap is reported only in a partiti
 shows compaction: every batch holds one record per offset of its range, each batch of a segment
 starts right after the one before, every segment's first batch starts at its base offset, and
 the segment before the gap is undamaged. Offsets missing at the start are reported when the first
-segment's base offset is above the log start offset checkpointed in commitlog-state (retention
+segment's base offset is above the log start offset checkpointed in the store's
+log-start-offset-checkpoint (or, in a store written before it had one, the folder's
+commitlog-state) (retention
 moves that offset before it deletes a segment, so a segment below it may remain, never the
 reverse). Offsets missing at the end are reported when the log ends below the recovery point
-checkpointed in commitlog-state (every offset below it was flushed; after a clean close it is the
+checkpointed in recovery-point-offset-checkpoint (or commitlog-state) (every offset below it was flushed; after a clean close it is the
 log end offset of the close), unless segment files renamed *.deleted show a truncation or
 retention in progress (a TruncateTo within the last segment stopped between its cut and its
 checkpoint shows the same, and is named in the finding).
@@ -118,6 +120,65 @@ type verifier struct {
 
 	partitions, segments, batches, records int64
 	internal                               int64 // of the partitions, the coordinator's logs
+
+	// dirCheckpoints caches, by log directory and file name, the offsets of the directory's
+	// recovery-point-offset-checkpoint and log-start-offset-checkpoint by partition folder.
+	dirCheckpoints map[string]map[string]int64
+}
+
+// The log directory's checkpoint files, in Kafka's OffsetCheckpointFile format (LogManager).
+const (
+	recoveryPointCheckpoint = "recovery-point-offset-checkpoint"
+	logStartCheckpoint      = "log-start-offset-checkpoint"
+)
+
+// dirOffsets returns the offsets the checkpoint file name of log directory dir holds, by
+// partition folder ("<topic>-<partition>"): none when there is no such file. A file that does not
+// read as Kafka's format (a version line 0, a count line, that many "topic partition offset"
+// lines) is reported, once, and gives none.
+func (v *verifier) dirOffsets(dir, name string) map[string]int64 {
+	path := filepath.Join(dir, name)
+	if got, ok := v.dirCheckpoints[path]; ok {
+		return got
+	}
+	if v.dirCheckpoints == nil {
+		v.dirCheckpoints = map[string]map[string]int64{}
+	}
+	out := map[string]int64{}
+	v.dirCheckpoints[path] = out
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			v.report(problem{file: path, offset: -1, what: "unreadable: " + err.Error()})
+		}
+		return out
+	}
+	bad := func(what string) map[string]int64 {
+		v.report(problem{file: path, offset: -1, what: "not Kafka's offset checkpoint format: " + what})
+		clear(out)
+		return out
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) < 2 || lines[0] != "0" {
+		return bad("the first line is not the version 0")
+	}
+	n, err := strconv.Atoi(lines[1])
+	if err != nil || n < 0 || n != len(lines)-2 {
+		return bad(fmt.Sprintf("the count line %q does not give the %d entries that follow", lines[1], len(lines)-2))
+	}
+	for _, l := range lines[2:] {
+		f := strings.Fields(l)
+		if len(f) != 3 {
+			return bad(fmt.Sprintf("entry %q is not \"topic partition offset\"", l))
+		}
+		p, perr := strconv.ParseInt(f[1], 10, 32)
+		off, oerr := strconv.ParseInt(f[2], 10, 64)
+		if perr != nil || oerr != nil || p < 0 || off < 0 {
+			return bad(fmt.Sprintf("entry %q has a bad partition or offset", l))
+		}
+		out[f[0]+"-"+f[1]] = off
+	}
+	return out
 }
 
 func (v *verifier) report(p problem) {
@@ -294,8 +355,19 @@ func (v *verifier) partition(dir string) error {
 	}
 	var bases []int64
 	var snapshots []string
-	logStart, recoveryPoint := int64(-1), int64(-1) // from commitlog-state, when it has one
-	retiring := false                               // segment files renamed *.deleted are there
+	// The checkpointed log start offset and recovery point (-1 when unknown): from the log
+	// directory's checkpoint files, or from the folder's commitlog-state in a store written
+	// before them.
+	logStart, recoveryPoint := int64(-1), int64(-1)
+	logStartFile := filepath.Join(filepath.Dir(dir), logStartCheckpoint)
+	recoveryFile := filepath.Join(filepath.Dir(dir), recoveryPointCheckpoint)
+	if off, ok := v.dirOffsets(filepath.Dir(dir), logStartCheckpoint)[filepath.Base(dir)]; ok {
+		logStart = off
+	}
+	if off, ok := v.dirOffsets(filepath.Dir(dir), recoveryPointCheckpoint)[filepath.Base(dir)]; ok {
+		recoveryPoint = off
+	}
+	retiring := false // segment files renamed *.deleted are there
 	for _, e := range entries {
 		name := e.Name()
 		if name == "commitlog-state" {
@@ -303,11 +375,12 @@ func (v *verifier) partition(dir string) error {
 			if err != nil {
 				return err
 			}
-			if _, err := fmt.Sscanf(string(b), "log-start-offset %d\n", &logStart); err != nil || logStart < 0 {
-				logStart = -1
+			var ls, rp int64
+			if _, err := fmt.Sscanf(string(b), "log-start-offset %d\n", &ls); err == nil && ls >= 0 {
+				logStart, logStartFile = ls, filepath.Join(dir, name)
 			}
-			if _, err := fmt.Sscanf(string(b), "log-start-offset %d\nrecovery-point %d\n", new(int64), &recoveryPoint); err != nil || recoveryPoint < 0 {
-				recoveryPoint = -1
+			if _, err := fmt.Sscanf(string(b), "log-start-offset %d\nrecovery-point %d\n", new(int64), &rp); err == nil && rp >= 0 {
+				recoveryPoint, recoveryFile = rp, filepath.Join(dir, name)
 			}
 			continue
 		}
@@ -359,21 +432,21 @@ func (v *verifier) partition(dir string) error {
 			return err
 		}
 	}
-	v.missingSegments(dir, segs, logStart)
+	v.missingSegments(segs, logStart, logStartFile)
 	if !retiring {
-		v.missingEnd(dir, segs, recoveryPoint)
+		v.missingEnd(segs, recoveryPoint, recoveryFile)
 	}
 	return nil
 }
 
-// missingEnd reports offsets below the recovery point checkpointed in commitlog-state
-// (recoveryPoint, -1 when unknown) that lie past the log's end: every offset below it was
+// missingEnd reports offsets below the recovery point checkpointed in file (recoveryPoint, -1
+// when unknown) that lie past the log's end: every offset below it was
 // flushed, and the log reached it (after a clean close it is the log end offset of the close), so
 // the segment that held them is gone. Not reported while segment files renamed *.deleted are
 // there (a truncation or retention stopped before checkpointing), nor past a damaged segment's
 // end (reported already). A TruncateTo within the last segment that stopped between its cut and
 // its checkpoint leaves no trace of itself: the finding names that cause too.
-func (v *verifier) missingEnd(dir string, segs []*segmentInfo, recoveryPoint int64) {
+func (v *verifier) missingEnd(segs []*segmentInfo, recoveryPoint int64, file string) {
 	if recoveryPoint < 0 || len(segs) == 0 {
 		return
 	}
@@ -390,23 +463,23 @@ func (v *verifier) missingEnd(dir string, segs []*segmentInfo, recoveryPoint int
 	if end >= recoveryPoint {
 		return
 	}
-	v.report(problem{file: filepath.Join(dir, "commitlog-state"), offset: end,
-		what: fmt.Sprintf("offsets %d to %d are in no segment: the recovery point in commitlog-state is %d (every offset below it was flushed), past the log's end %d in %s (a segment file is missing, or a TruncateTo stopped before its checkpoint)",
-			end, recoveryPoint-1, recoveryPoint, end, filepath.Base(last.path))})
+	v.report(problem{file: file, offset: end,
+		what: fmt.Sprintf("offsets %d to %d are in no segment: the recovery point in %s is %d (every offset below it was flushed), past the log's end %d in %s (a segment file is missing, or a TruncateTo stopped before its checkpoint)",
+			end, recoveryPoint-1, filepath.Base(file), recoveryPoint, end, filepath.Base(last.path))})
 }
 
 // missingSegments reports offsets that lie in no segment where a segment file is clearly gone
-// (see the command's help): before the first segment, against the checkpointed log start offset
-// logStart (-1 when unknown); between two segments, in a partition without a trace of compaction.
-func (v *verifier) missingSegments(dir string, segs []*segmentInfo, logStart int64) {
+// (see the command's help): before the first segment, against the log start offset logStart
+// checkpointed in file (-1 when unknown); between two segments, in a partition without a trace of compaction.
+func (v *verifier) missingSegments(segs []*segmentInfo, logStart int64, file string) {
 	if logStart >= 0 && len(segs) == 0 {
-		v.report(problem{file: filepath.Join(dir, "commitlog-state"), offset: logStart,
+		v.report(problem{file: file, offset: logStart,
 			what: fmt.Sprintf("no segment file, though the log start offset is %d: every segment is missing", logStart)})
 	}
 	if logStart >= 0 && len(segs) > 0 && segs[0].base > logStart {
 		v.report(problem{file: segs[0].path, offset: logStart,
-			what: fmt.Sprintf("offsets %d to %d are in no segment: the log start offset in commitlog-state is %d, below this first segment's base offset %d (a segment file is missing)",
-				logStart, segs[0].base-1, logStart, segs[0].base)})
+			what: fmt.Sprintf("offsets %d to %d are in no segment: the log start offset in %s is %d, below this first segment's base offset %d (a segment file is missing)",
+				logStart, segs[0].base-1, filepath.Base(file), logStart, segs[0].base)})
 	}
 	if slices.ContainsFunc(segs, func(s *segmentInfo) bool { return s.holes }) {
 		return // compaction, or a follower's copy of it, explains gaps

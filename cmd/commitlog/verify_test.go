@@ -194,11 +194,11 @@ func TestVerifyFindsMissingSegments(t *testing.T) {
 			case tc.remove < 0:
 				// The clean close of produce checkpointed the log end offset, 2000.
 				n := len(logs)
-				want = fmt.Sprintf("%s: position 0, offset %d: offsets %d to 1999 are in no segment: the recovery point in commitlog-state is 2000 (every offset below it was flushed), past the log's end %d in %s (a segment file is missing, or a TruncateTo stopped before its checkpoint)",
-					filepath.Join(dir, "v-0", "commitlog-state"), bases[n-1], bases[n-1], bases[n-1], filepath.Base(logs[n-2]))
+				want = fmt.Sprintf("%s: position 0, offset %d: offsets %d to 1999 are in no segment: the recovery point in recovery-point-offset-checkpoint is 2000 (every offset below it was flushed), past the log's end %d in %s (a segment file is missing, or a TruncateTo stopped before its checkpoint)",
+					filepath.Join(dir, "recovery-point-offset-checkpoint"), bases[n-1], bases[n-1], bases[n-1], filepath.Base(logs[n-2]))
 			case tc.remove == 0:
 				next := logs[1]
-				want = fmt.Sprintf("%s: position 0, offset 0: offsets 0 to %d are in no segment: the log start offset in commitlog-state is 0, below this first segment's base offset %d (a segment file is missing)",
+				want = fmt.Sprintf("%s: position 0, offset 0: offsets 0 to %d are in no segment: the log start offset in log-start-offset-checkpoint is 0, below this first segment's base offset %d (a segment file is missing)",
 					next, bases[1]-1, bases[1])
 			default:
 				want = fmt.Sprintf("offsets %d to %d are in no segment: a segment file is missing between %s and this one (no batch of the partition shows the holes that compaction leaves)",
