@@ -47,6 +47,7 @@ func TestUsageErrors(t *testing.T) {
 		{"consume", "--topic", "t", "--reset", "sometimes"},
 		{"consume", "--topic", "t", "--reader", "bad name"},
 		{"consume", "--topic", "t", "extra"},
+		{"consume", "--topic", "t", "--partition", "-5", "--exit-at-end"},
 		{"topics", "--partitions", "3"},
 		{"groups", "extra"},
 		{"groups", "--state", "sleepy"},
