@@ -251,10 +251,16 @@ func newDeleteTopicCommand(g *globals) *cobra.Command {
 		Long: `Delete topics as kafka-topics.sh --delete does: their folders are renamed "<folder>-delete" and
 removed, their committed positions are removed from every named reader and every consumer group,
 and a topic created again under the name starts empty with a new topic id. An unknown topic is a
-data problem (exit code 1), and then nothing is deleted.`,
+data problem (exit code 1), and a name given twice a usage error (exit code 2); then nothing is
+deleted.`,
 		Example: `  commitlog delete-topic scratch`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			for i, name := range args {
+				if slices.Contains(args[:i], name) {
+					return usageError("topic %s is given twice", name)
+				}
+			}
 			s, err := g.openStore(false)
 			if err != nil {
 				return err

@@ -194,6 +194,15 @@ func TestDeleteTopic(t *testing.T) {
 	require.Contains(t, r.stderr, `unknown topic "nope"`)
 	require.DirExists(t, filepath.Join(dir, "events-0"))
 
+	// A name given twice is a usage error, found before anything is deleted (it deleted the topic,
+	// then failed on the second name with the library's unknown topic error, exit 1).
+	r = cli(t, nil, "--dir", dir, "delete-topic", "keys", "events", "keys")
+	require.Equal(t, 2, r.code)
+	require.Equal(t, "commitlog delete-topic: topic keys is given twice (see 'commitlog delete-topic --help')\n", r.stderr)
+	require.Empty(t, r.stdout)
+	require.DirExists(t, filepath.Join(dir, "keys-0"))
+	require.DirExists(t, filepath.Join(dir, "events-0"))
+
 	r = mustCLI(t, nil, "--dir", dir, "delete-topic", "events")
 	require.Equal(t, "deleted topic events\n", r.stdout)
 	require.NoDirExists(t, filepath.Join(dir, "events-0"))
