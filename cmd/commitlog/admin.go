@@ -442,6 +442,14 @@ func deleteRecords(cmd *cobra.Command, g *globals, topic string, f *deleteRecord
 	if f.before < -1 {
 		return usageError("--before %d: want an offset, or -1 for the high watermark", f.before)
 	}
+	for i, id := range f.partitions {
+		if id < 0 {
+			return usageError("--partition %d: want a partition number", id)
+		}
+		if slices.Contains(f.partitions[:i], id) {
+			return usageError("--partition %d is given twice (kafka-delete-records refuses duplicate partitions)", id)
+		}
+	}
 	s, err := g.openStore(false)
 	if err != nil {
 		return err

@@ -173,6 +173,8 @@ func TestDeleteRecords(t *testing.T) {
 		{[]string{"keys", "-p", "0", "--before", "1"}, 1, "topic keys has cleanup.policy compact"},
 		{[]string{"events", "-p", "0", "--before", "-2"}, 2, "--before -2"},
 		{[]string{"events", "--before", "1"}, 2, `required flag(s) "partition" not set`},
+		{[]string{"events", "-p", "1,0,1", "--before", "1"}, 2, "--partition 1 is given twice (kafka-delete-records refuses duplicate partitions)"},
+		{[]string{"events", "-p", "-1", "--before", "1"}, 2, "--partition -1: want a partition number"},
 	} {
 		r := cli(t, nil, append([]string{"--dir", dir, "delete-records"}, c.args...)...)
 		require.Equal(t, c.code, r.code, c.args)
