@@ -40,6 +40,7 @@ func TestUsageErrors(t *testing.T) {
 		{"produce", "--topic", "t", "--delete-retention", "500us"},
 		{"produce", "--topic", "t", "--min-compaction-lag", "-1m"},
 		{"produce", "--topic", "t", "--max-compaction-lag", "1ns"},
+		{"produce", "--topic", "t", "--cleaner-threads", "-1"},
 		{"consume"},
 		{"consume", "--topic", "t", "--from", "yesterday"},
 		{"consume", "--topic", "t", "--from", "@noon"},
