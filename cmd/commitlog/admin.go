@@ -201,6 +201,9 @@ func describeReader(g *globals, name, output string) error {
 		return err
 	}
 	defer s.Close()
+	if _, err := s.CommittedPositions(name); errors.Is(err, commitlog.ErrInvalidReaderName) {
+		return usageError("--reader: %s", oneLine(err.Error())) // as consume --reader
+	}
 	names, err := s.Readers()
 	if err != nil {
 		return err

@@ -83,6 +83,7 @@ func TestDescribeTopic(t *testing.T) {
 		{[]string{"describe", "events", "--output", "yaml"}, 2, `--output "yaml": want text or json`},
 		{[]string{"describe", "nope"}, 1, `unknown topic "nope"`},
 		{[]string{"describe", "--reader", "nobody"}, 1, `no reader "nobody" has committed positions`},
+		{[]string{"describe", "--reader", "bad name"}, 2, `--reader: invalid reader name: "bad name": character ' ' at byte 3`},
 	} {
 		r := cli(t, nil, append([]string{"--dir", dir}, c.args...)...)
 		require.Equal(t, c.code, r.code, c.args)
