@@ -353,7 +353,8 @@ func newGroupsDeleteCommand(g *globals) *cobra.Command {
 		Long: `Delete consumer groups, with their committed positions, as kafka-consumer-groups.sh --delete
 does: tombstones for the group and its positions are appended to __consumer_offsets-0. Only a
 group without members (state Empty) can be deleted. Every group named is checked first: an
-unknown group, or one with members, is a data problem (exit code 1) and nothing is deleted.`,
+unknown group, or one with members, is a data problem (exit code 1), a group named twice a usage
+error (exit code 2), and then nothing is deleted.`,
 		Example: `  commitlog groups delete workers
   commitlog groups delete audit-2023 audit-2024`,
 		Args: cobra.MinimumNArgs(1),
@@ -362,6 +363,11 @@ unknown group, or one with members, is a data problem (exit code 1) and nothing 
 }
 
 func deleteGroups(ctx context.Context, g *globals, ids []string) error {
+	for i, id := range ids {
+		if slices.Contains(ids[:i], id) {
+			return usageError("group %s is given twice", id)
+		}
+	}
 	s, err := g.openStore(false)
 	if err != nil {
 		return err

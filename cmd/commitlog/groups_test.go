@@ -341,7 +341,13 @@ func TestGroupsDelete(t *testing.T) {
 		require.Empty(t, r.stdout)
 		require.Equal(t, c.want, r.stderr)
 	}
-	r := mustCLI(t, nil, "--dir", dir, "groups", "delete", "workers")
+	// A group named twice is a usage error, found before anything is deleted.
+	r := cli(t, nil, "--dir", dir, "groups", "delete", "workers", "workers")
+	require.Equal(t, 2, r.code)
+	require.Empty(t, r.stdout)
+	require.Equal(t, "commitlog groups delete: group workers is given twice (see 'commitlog groups delete --help')\n", r.stderr)
+
+	r = mustCLI(t, nil, "--dir", dir, "groups", "delete", "workers")
 	require.Equal(t, "deleted group workers and its committed positions in 3 partitions\n", r.stdout)
 	require.Equal(t, []string{
 		"GROUP  STATE   PROTOCOL  MEMBERS",
