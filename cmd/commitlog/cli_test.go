@@ -50,6 +50,7 @@ func TestUsageErrors(t *testing.T) {
 		{"consume", "--topic", "t", "extra"},
 		{"consume", "--topic", "t", "--partition", "-5", "--exit-at-end"},
 		{"topics", "--partitions", "3"},
+		{"--dir", "", "topics"},
 		{"groups", "extra"},
 		{"groups", "--state", "sleepy"},
 		{"groups", "describe"},

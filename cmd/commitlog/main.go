@@ -241,6 +241,12 @@ Errors are one line on standard error.`,
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if g.dir == "" {
+			return usageError("--dir is empty: give the store's directory")
+		}
+		return nil
+	}
 	root.PersistentFlags().StringVar(&g.dir, "dir", defaultDir, "the store's directory")
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log informational events of the store (recovery, retention) to standard error, beside its warnings")
 	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "log nothing of the store's, not even its warnings (errors are still reported)")
