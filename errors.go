@@ -93,7 +93,7 @@ var (
 	// ErrReaderExists is returned by NewReader for a name a live reader of the store already has,
 	// and for a name that differs only in case from a live reader's or from one whose positions
 	// are committed: their positions files would be one file on a case-insensitive file system.
-	ErrReaderExists = errors.New("commitlog: a reader with this name is open")
+	ErrReaderExists = errors.New("commitlog: reader name in use")
 
 	// ErrInvalidTimestamp is returned by appends of a CreateTime record whose timestamp is
 	// further ahead of the append time than TimestampAfterMax allows (Kafka's

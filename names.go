@@ -37,7 +37,11 @@ func checkTopicName(name string) error {
 		return fmt.Errorf("%w: %q: %s", ErrInvalidTopicName, name, why)
 	}
 	if isInternalTopic(name) {
-		return fmt.Errorf("%w: %q is an internal topic of the store's transaction coordinator", ErrInvalidTopicName, name)
+		owner := "transaction coordinator"
+		if name == consumerOffsetsTopic {
+			owner = "group coordinator (consumer groups' members and committed positions)"
+		}
+		return fmt.Errorf("%w: %q is an internal topic of the store's %s", ErrInvalidTopicName, name, owner)
 	}
 	return nil
 }

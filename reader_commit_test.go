@@ -322,8 +322,8 @@ func TestReaderNameCaseCollision(t *testing.T) {
 		second  string
 		wantErr string
 	}{
-		{"live", "Loader", false, "loader", `commitlog: a reader with this name is open: "loader" collides with "Loader" on case-insensitive file systems`},
-		{"committed", "loader", true, "LOADER", `commitlog: a reader with this name is open: "LOADER" collides with "loader" on case-insensitive file systems`},
+		{"live", "Loader", false, "loader", `commitlog: reader name in use: "loader" collides with "Loader", an open reader, on case-insensitive file systems`},
+		{"committed", "loader", true, "LOADER", `commitlog: reader name in use: "LOADER" collides with "loader", a reader with committed positions, on case-insensitive file systems`},
 		{"same-name-committed", "loader", true, "loader", ""},
 		{"other-name", "loader", false, "loader2", ""},
 	} {

@@ -47,7 +47,7 @@ func (s *Store) openReader(name string, r *Reader, t *Topic, start func(map[int3
 	committed := map[int32]committedPosition{}
 	if name != "" {
 		if _, ok := s.readers[name]; ok {
-			return fmt.Errorf("%w: %q", ErrReaderExists, name)
+			return fmt.Errorf("%w: reader %q is open", ErrReaderExists, name)
 		}
 		if err := s.checkReaderCaseCollision(name); err != nil {
 			return err
@@ -286,7 +286,11 @@ func (s *Store) checkReaderCaseCollision(name string) error {
 	}
 	for _, other := range names {
 		if other != name && strings.EqualFold(other, name) {
-			return fmt.Errorf("%w: %q collides with %q on case-insensitive file systems", ErrReaderExists, name, other)
+			what := "a reader with committed positions"
+			if _, live := s.readers[other]; live {
+				what = "an open reader"
+			}
+			return fmt.Errorf("%w: %q collides with %q, %s, on case-insensitive file systems", ErrReaderExists, name, other, what)
 		}
 	}
 	return nil
@@ -369,7 +373,7 @@ func (s *Store) DeleteReader(name string) error {
 		return ErrClosed
 	}
 	if _, ok := s.readers[name]; ok {
-		return fmt.Errorf("%w: %q", ErrReaderExists, name)
+		return fmt.Errorf("%w: reader %q is open", ErrReaderExists, name)
 	}
 	if err := s.o.fs.Remove(s.readerFile(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err

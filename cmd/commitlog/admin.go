@@ -201,6 +201,9 @@ func describeReader(g *globals, name, output string) error {
 		return err
 	}
 	defer s.Close()
+	if _, err := s.CommittedPositions(name); errors.Is(err, commitlog.ErrInvalidReaderName) {
+		return usageError("--reader: %s", oneLine(err.Error())) // as consume --reader
+	}
 	names, err := s.Readers()
 	if err != nil {
 		return err
@@ -251,10 +254,16 @@ func newDeleteTopicCommand(g *globals) *cobra.Command {
 		Long: `Delete topics as kafka-topics.sh --delete does: their folders are renamed "<folder>-delete" and
 removed, their committed positions are removed from every named reader and every consumer group,
 and a topic created again under the name starts empty with a new topic id. An unknown topic is a
-data problem (exit code 1), and then nothing is deleted.`,
+data problem (exit code 1), and a name given twice a usage error (exit code 2); then nothing is
+deleted.`,
 		Example: `  commitlog delete-topic scratch`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			for i, name := range args {
+				if slices.Contains(args[:i], name) {
+					return usageError("topic %s is given twice", name)
+				}
+			}
 			s, err := g.openStore(false)
 			if err != nil {
 				return err
@@ -435,6 +444,14 @@ cleanup.policy is compact alone (Kafka refuses it too: POLICY_VIOLATION), is a d
 func deleteRecords(cmd *cobra.Command, g *globals, topic string, f *deleteRecordsFlags) error {
 	if f.before < -1 {
 		return usageError("--before %d: want an offset, or -1 for the high watermark", f.before)
+	}
+	for i, id := range f.partitions {
+		if id < 0 {
+			return usageError("--partition %d: want a partition number", id)
+		}
+		if slices.Contains(f.partitions[:i], id) {
+			return usageError("--partition %d is given twice (kafka-delete-records refuses duplicate partitions)", id)
+		}
 	}
 	s, err := g.openStore(false)
 	if err != nil {

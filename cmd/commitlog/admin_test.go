@@ -83,6 +83,7 @@ func TestDescribeTopic(t *testing.T) {
 		{[]string{"describe", "events", "--output", "yaml"}, 2, `--output "yaml": want text or json`},
 		{[]string{"describe", "nope"}, 1, `unknown topic "nope"`},
 		{[]string{"describe", "--reader", "nobody"}, 1, `no reader "nobody" has committed positions`},
+		{[]string{"describe", "--reader", "bad name"}, 2, `--reader: invalid reader name: "bad name": character ' ' at byte 3`},
 	} {
 		r := cli(t, nil, append([]string{"--dir", dir}, c.args...)...)
 		require.Equal(t, c.code, r.code, c.args)
@@ -173,6 +174,8 @@ func TestDeleteRecords(t *testing.T) {
 		{[]string{"keys", "-p", "0", "--before", "1"}, 1, "topic keys has cleanup.policy compact"},
 		{[]string{"events", "-p", "0", "--before", "-2"}, 2, "--before -2"},
 		{[]string{"events", "--before", "1"}, 2, `required flag(s) "partition" not set`},
+		{[]string{"events", "-p", "1,0,1", "--before", "1"}, 2, "--partition 1 is given twice (kafka-delete-records refuses duplicate partitions)"},
+		{[]string{"events", "-p", "-1", "--before", "1"}, 2, "--partition -1: want a partition number"},
 	} {
 		r := cli(t, nil, append([]string{"--dir", dir, "delete-records"}, c.args...)...)
 		require.Equal(t, c.code, r.code, c.args)
@@ -192,6 +195,15 @@ func TestDeleteTopic(t *testing.T) {
 	r := cli(t, nil, "--dir", dir, "delete-topic", "events", "nope")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, `unknown topic "nope"`)
+	require.DirExists(t, filepath.Join(dir, "events-0"))
+
+	// A name given twice is a usage error, found before anything is deleted (it deleted the topic,
+	// then failed on the second name with the library's unknown topic error, exit 1).
+	r = cli(t, nil, "--dir", dir, "delete-topic", "keys", "events", "keys")
+	require.Equal(t, 2, r.code)
+	require.Equal(t, "commitlog delete-topic: topic keys is given twice (see 'commitlog delete-topic --help')\n", r.stderr)
+	require.Empty(t, r.stdout)
+	require.DirExists(t, filepath.Join(dir, "keys-0"))
 	require.DirExists(t, filepath.Join(dir, "events-0"))
 
 	r = mustCLI(t, nil, "--dir", dir, "delete-topic", "events")

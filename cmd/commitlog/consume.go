@@ -174,6 +174,9 @@ func consume(ctx context.Context, g *globals, f *consumeFlags) error {
 	if f.count < 0 {
 		return usageError("--count %d: want 0 or more", f.count)
 	}
+	if f.partition < -1 {
+		return usageError("--partition %d: want a partition number, or -1 for all", f.partition)
+	}
 	if f.commitInterval <= 0 {
 		return usageError("--commit-interval %s: want a positive duration", f.commitInterval)
 	}

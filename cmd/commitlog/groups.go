@@ -353,7 +353,8 @@ func newGroupsDeleteCommand(g *globals) *cobra.Command {
 		Long: `Delete consumer groups, with their committed positions, as kafka-consumer-groups.sh --delete
 does: tombstones for the group and its positions are appended to __consumer_offsets-0. Only a
 group without members (state Empty) can be deleted. Every group named is checked first: an
-unknown group, or one with members, is a data problem (exit code 1) and nothing is deleted.`,
+unknown group, or one with members, is a data problem (exit code 1), a group named twice a usage
+error (exit code 2), and then nothing is deleted.`,
 		Example: `  commitlog groups delete workers
   commitlog groups delete audit-2023 audit-2024`,
 		Args: cobra.MinimumNArgs(1),
@@ -362,6 +363,11 @@ unknown group, or one with members, is a data problem (exit code 1) and nothing 
 }
 
 func deleteGroups(ctx context.Context, g *globals, ids []string) error {
+	for i, id := range ids {
+		if slices.Contains(ids[:i], id) {
+			return usageError("group %s is given twice", id)
+		}
+	}
 	s, err := g.openStore(false)
 	if err != nil {
 		return err
@@ -388,9 +394,16 @@ func deleteGroups(ctx context.Context, g *globals, ids []string) error {
 }
 
 // nonEmpty is the error for a group with members that an operation needs empty.
+// membersLeft says how the members a command finds go: they are not this process's (it holds
+// the store alone), but those of the process that last held it (serve, or a program's
+// GroupReaders), loaded with the group; their sessions restart when the store opens, so they
+// go only once a process holds the store for their session timeout (session.timeout.ms, 45 s
+// by default), as a Kafka coordinator removes them after it loads the group.
+const membersLeft = "members kept from the store's last run are removed once their session timeout passes while a process holds the store, such as 'commitlog serve'"
+
 func nonEmpty(d commitlog.GroupDescription, what string) error {
-	return fmt.Errorf("group %s is %s with %s: it can be %s only when it has none (stop its members first)",
-		d.Group, d.State, count(len(d.Members), "member", ""), what)
+	return fmt.Errorf("group %s is %s with %s: it can be %s only when it has none (%s)",
+		d.Group, d.State, count(len(d.Members), "member", ""), what, membersLeft)
 }
 
 type resetFlags struct {
@@ -646,7 +659,7 @@ func resetOffsets(ctx context.Context, g *globals, id string, f *resetFlags) err
 	if f.execute {
 		if err := s.SetGroupPositions(ctx, id, positions); err != nil {
 			if errors.Is(err, commitlog.ErrUnknownMemberID) || errors.Is(err, commitlog.ErrNonEmptyGroup) {
-				return fmt.Errorf("group %s has members: its positions can be reset only when it has none (stop its members first)", id)
+				return fmt.Errorf("group %s has members: its positions can be reset only when it has none (%s)", id, membersLeft)
 			}
 			return fmt.Errorf("reset the positions of group %s: %w", id, err)
 		}

@@ -297,7 +297,7 @@ func TestGroupsResetOffsets(t *testing.T) {
 		r = cli(t, nil, append([]string{"--dir", dir, "groups", "reset-offsets", "live", "--topic", "other", "--to-earliest"}, extra...)...)
 		require.Equal(t, 1, r.code)
 		require.Empty(t, r.stdout)
-		require.Equal(t, "commitlog groups reset-offsets: group live is Stable with 2 members: it can be reset only when it has none (stop its members first)\n", r.stderr)
+		require.Equal(t, "commitlog groups reset-offsets: group live is Stable with 2 members: it can be reset only when it has none (members kept from the store's last run are removed once their session timeout passes while a process holds the store, such as 'commitlog serve')\n", r.stderr)
 	}
 	require.Equal(t, []string{"live", "other", "0", "-", "4", "-"},
 		strings.Fields(outLines(mustCLI(t, nil, "--dir", dir, "groups", "describe", "live").stdout)[1])[:6])
@@ -333,7 +333,7 @@ func TestGroupsDelete(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"workers", "live"}, "commitlog groups delete: group live is Stable with 2 members: it can be deleted only when it has none (stop its members first)\n"},
+		{[]string{"workers", "live"}, "commitlog groups delete: group live is Stable with 2 members: it can be deleted only when it has none (members kept from the store's last run are removed once their session timeout passes while a process holds the store, such as 'commitlog serve')\n"},
 		{[]string{"workers", "nope"}, `commitlog groups delete: unknown group "nope" in ` + dir + " (groups: live, workers)\n"},
 	} {
 		r := cli(t, nil, append([]string{"--dir", dir, "groups", "delete"}, c.args...)...)
@@ -341,7 +341,13 @@ func TestGroupsDelete(t *testing.T) {
 		require.Empty(t, r.stdout)
 		require.Equal(t, c.want, r.stderr)
 	}
-	r := mustCLI(t, nil, "--dir", dir, "groups", "delete", "workers")
+	// A group named twice is a usage error, found before anything is deleted.
+	r := cli(t, nil, "--dir", dir, "groups", "delete", "workers", "workers")
+	require.Equal(t, 2, r.code)
+	require.Empty(t, r.stdout)
+	require.Equal(t, "commitlog groups delete: group workers is given twice (see 'commitlog groups delete --help')\n", r.stderr)
+
+	r = mustCLI(t, nil, "--dir", dir, "groups", "delete", "workers")
 	require.Equal(t, "deleted group workers and its committed positions in 3 partitions\n", r.stdout)
 	require.Equal(t, []string{
 		"GROUP  STATE   PROTOCOL  MEMBERS",

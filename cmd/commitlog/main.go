@@ -24,8 +24,9 @@
 //
 // Every command works on the store in --dir (default ./commitlog-data). Exit codes: 0 success,
 // 1 a data problem (a damaged file, an unknown topic or partition, a record that does not
-// parse, an I/O error), 2 a usage error (a bad flag, argument or value); a produce stopped by
-// Ctrl-C exits 130 after saying what it acknowledged. Errors are one line on standard error.
+// parse, an I/O error), 2 a usage error (a bad flag, argument or value); a produce, compact, dump
+// or verify stopped by SIGINT or SIGTERM exits 130 (a produce after saying what it acknowledged).
+// Errors are one line on standard error.
 //
 // The store is held by one process at a time (a directory lock): every command but verify and dump
 // fails with a clear message while another process has it open; verify and dump only read files and
@@ -229,7 +230,9 @@ positions in __consumer_offsets-0 (the groups command shows them). The serve com
 store to Kafka clients (kcat, franz-go, librdkafka, the Java client) as a single-node broker.
 
 Exit codes: 0 success, 1 a data problem (damaged files, unknown topic, unparsable input, I/O
-error), 2 a usage error. Errors are one line on standard error.`,
+error), 2 a usage error, 130 a produce, compact, dump or verify that SIGINT or SIGTERM stopped
+before it finished (consume, serve and mirror stop at a signal as their normal end: exit 0).
+Errors are one line on standard error.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,
@@ -238,6 +241,12 @@ error), 2 a usage error. Errors are one line on standard error.`,
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if g.dir == "" {
+			return usageError("--dir is empty: give the store's directory")
+		}
+		return nil
+	}
 	root.PersistentFlags().StringVar(&g.dir, "dir", defaultDir, "the store's directory")
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log informational events of the store (recovery, retention) to standard error, beside its warnings")
 	root.PersistentFlags().BoolVarP(&g.quiet, "quiet", "q", false, "log nothing of the store's, not even its warnings (errors are still reported)")

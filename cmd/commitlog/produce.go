@@ -251,6 +251,9 @@ func (f *produceFlags) check() (*produceConfig, error) {
 	if maxLag > 0 && maxLag < time.Millisecond {
 		return nil, usageError("--max-compaction-lag %q: want at least 1ms, or unlimited", f.maxCompactionLag)
 	}
+	if f.cleanerThreads < 0 {
+		return nil, usageError("--cleaner-threads %d: want 0 (none) or more", f.cleanerThreads)
+	}
 	c.cleanerThreads = f.cleanerThreads
 	c.topicCfg = commitlog.TopicConfig{Partitions: f.partitions, LogConfig: commitlog.LogConfig{
 		SegmentBytes: seg, Compression: comp, RetentionDuration: ret, RetentionBytes: retBytes,

@@ -52,3 +52,12 @@ func TestSignalStopsConsume(t *testing.T) {
 	r := mustCLI(t, nil, "--dir", dir, "describe", "--reader", "tail")
 	require.Equal(t, "tail    events  1          4         4               0", outLines(r.stdout)[1])
 }
+
+// TestHelpNamesInterruptedExitCode: the root --help lists every exit code the command gives,
+// 130 for a command a signal stopped before it finished included.
+func TestHelpNamesInterruptedExitCode(t *testing.T) {
+	r := mustCLI(t, nil, "--help")
+	require.Contains(t, r.stdout, "Exit codes: 0 success, 1 a data problem (damaged files, unknown topic, unparsable input, I/O\n"+
+		"error), 2 a usage error, 130 a produce, compact, dump or verify that SIGINT or SIGTERM stopped\n"+
+		"before it finished (consume, serve and mirror stop at a signal as their normal end: exit 0).")
+}
