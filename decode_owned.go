@@ -173,7 +173,7 @@ func (o *ownedRecord) set(h *recordbatch.Header, v *recordbatch.RecordView) {
 	r.Timestamp = time.UnixMilli(ts)
 	buf := make([]byte, 0, len(v.Key)+len(v.Value))
 	r.Key, buf = take(buf, v.Key)
-	r.Value, buf = take(buf, v.Value)
+	r.Value, _ = take(buf, v.Value)
 	r.Headers = nil
 	if v.HeaderCount > 0 {
 		r.Headers = make([]Header, v.HeaderCount)

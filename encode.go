@@ -32,7 +32,7 @@ func (l *Log) getEncoder() *encoder {
 	return &encoder{}
 }
 
-// encode builds the batches for recs, split so that none exceeds cfg.MaxMessageBytes. Offsets in
+// encodeCalls builds the batches for recs, split so that none exceeds cfg.MaxMessageBytes. Offsets in
 // the result start at 0; the log rebases them. The result aliases the encoder's buffers.
 //
 // It also takes each record's timestamp, in the same pass: a record with none, and every record
@@ -42,16 +42,12 @@ func (l *Log) getEncoder() *encoder {
 // prod, when not nil, is the idempotent or transactional producer whose batches these are: each
 // batch carries its producer id and epoch, a base sequence counted from prod.baseSequence by the
 // records before it, and the transactional bit when prod.transactional.
-func (e *encoder) encode(recs []*Record, cfg *LogConfig, now time.Time, latest int64, prod *producerFields) (*pendingWrite, error) {
-	return e.encodeCalls(recs, nil, 0, cfg, now, latest, prod)
-}
-
-// encodeCalls is encode for the records of several appends, back to back in recs, each starting
-// at its index in starts (increasing, from 0): a producer's accumulated calls, coalesced (see
-// appendQueue). A call whose first record would take the batch it joins past batchSize bytes
-// (Kafka's batch.size: estimated, each record at its RecordSizeBound) starts a new batch; the
-// records after a call's first fill batches up to max.message.bytes, as encode's. With starts nil
-// it is encode.
+//
+// recs may hold the records of several appends, back to back, each starting at its index in
+// starts (increasing, from 0): a producer's accumulated calls, coalesced (see appendQueue). A
+// call whose first record would take the batch it joins past batchSize bytes (Kafka's batch.size:
+// estimated, each record at its RecordSizeBound) starts a new batch; the records after a call's
+// first fill batches up to max.message.bytes. With starts nil, recs are one call's.
 func (e *encoder) encodeCalls(recs []*Record, starts []int, batchSize int, cfg *LogConfig, now time.Time, latest int64, prod *producerFields) (*pendingWrite, error) {
 	attrs := recordbatch.Attributes(0).WithCodec(recordbatch.Codec(cfg.Compression))
 	if prod != nil && prod.transactional {
