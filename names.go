@@ -40,7 +40,29 @@ func checkTopicName(name string) error {
 	if isInternalTopic(name) {
 		return fmt.Errorf("%w: %q is an internal topic of the store's transaction coordinator", ErrInvalidTopicName, name)
 	}
+	if isReservedTopicName(name) {
+		return fmt.Errorf("%w: %q: names beginning with %q (in any case) are reserved for the store's own files", ErrInvalidTopicName, name, reservedTopicPrefix)
+	}
 	return nil
+}
+
+// reservedTopicPrefix begins the name of every file the store keeps beside its partition
+// folders (commitlog-topics, commitlog-creating, commitlog-producer-ids, commitlog-reader-<name>
+// and their ".tmp" files) and in them (commitlog-state, commitlog-replication,
+// commitlog-sync-failed). A topic's partition folders, "<topic>-<n>", share the store's
+// directory, so a topic named with the prefix could have a folder named as one of those files:
+// "commitlog-reader-zz-0" is the positions file of reader "zz-0". The store reserves the prefix
+// as Kafka reserves the internal topics it owns (Topic.isInternal, "__consumer_offsets" and
+// "__transaction_state"). Kafka's own files in a log directory (cleaner-offset-checkpoint,
+// recovery-point-offset-checkpoint, log-start-offset-checkpoint, replication-offset-checkpoint,
+// meta.properties, .lock) end in no "-<n>", so no partition folder can be one: topics named
+// after them stay legal, as in Kafka.
+const reservedTopicPrefix = "commitlog-"
+
+// isReservedTopicName reports whether name begins with reservedTopicPrefix, in any case (on a
+// case-insensitive file system "Commitlog-reader-zz-0" is the file "commitlog-reader-zz-0").
+func isReservedTopicName(name string) bool {
+	return len(name) >= len(reservedTopicPrefix) && strings.EqualFold(name[:len(reservedTopicPrefix)], reservedTopicPrefix)
 }
 
 // maxReaderNameLength is shorter than a topic name's limit: a reader's positions live in
@@ -103,6 +125,8 @@ func parsePartitionDirName(name string) (topic string, partition int32, ok bool)
 
 // CheckTopicName returns ErrInvalidTopicName, saying why, unless name is a legal topic name
 // (Kafka's Topic.validate: 1 to 249 characters of ASCII letters, digits, '.', '_' and '-',
-// neither "." nor ".."), and not one of the store's internal topics: what CreateTopic checks,
+// neither "." nor ".."), not one of the store's internal topics and not beginning with
+// "commitlog-" in any case, which the store's own files use (see reservedTopicPrefix): what
+// CreateTopic checks,
 // for a caller that validates before creating (CreateTopics with validate_only).
 func CheckTopicName(name string) error { return checkTopicName(name) }

@@ -160,6 +160,9 @@ func (s *Store) readPositions(name string) (map[string]map[int32]int64, error) {
 // damaged, of an unknown version, or holds a negative partition or offset or an epoch below
 // UndefinedEpoch: that reader cannot start, and nothing else is affected.
 func (s *Store) readCommitted(name string) (map[string]map[int32]committedPosition, error) {
+	if err := s.checkReaderFile(name); err != nil {
+		return nil, err
+	}
 	path := s.readerFile(name)
 	b, err := checkpoint.Read(s.o.fs, path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -292,6 +295,19 @@ func (s *Store) checkReaderCaseCollision(name string) error {
 	return nil
 }
 
+// checkReaderFile returns ErrInvalidReaderName when name's positions file exists as something
+// other than a regular file: the partition folder of a topic whose name begins with
+// "commitlog-reader-" (reserved since, see reservedTopicPrefix, but opened when a store holds
+// one), which no reader may take for its positions.
+func (s *Store) checkReaderFile(name string) error {
+	info, err := s.o.fs.Lstat(s.readerFile(name))
+	if err != nil || info.Mode().IsRegular() {
+		return nil // a missing file is no positions; another error shows when it is read
+	}
+	return fmt.Errorf("%w: %q: its positions file %s is not a file (a partition folder of a topic with a reserved name?)",
+		ErrInvalidReaderName, name, s.readerFile(name))
+}
+
 // readerFileNames returns the names of the readers that have a positions file, unsorted.
 func (s *Store) readerFileNames() ([]string, error) {
 	entries, err := s.o.fs.ReadDir(s.dir)
@@ -300,7 +316,8 @@ func (s *Store) readerFileNames() ([]string, error) {
 	}
 	var names []string
 	for _, e := range entries {
-		if name, ok := strings.CutPrefix(e.Name(), readerFilePrefix); ok && !strings.HasSuffix(name, checkpoint.TempSuffix) {
+		// A folder is a partition of a topic named "commitlog-reader-...", never positions.
+		if name, ok := strings.CutPrefix(e.Name(), readerFilePrefix); ok && !strings.HasSuffix(name, checkpoint.TempSuffix) && !e.IsDir() {
 			names = append(names, name)
 		}
 	}
@@ -370,6 +387,9 @@ func (s *Store) DeleteReader(name string) error {
 	}
 	if _, ok := s.readers[name]; ok {
 		return fmt.Errorf("%w: %q", ErrReaderExists, name)
+	}
+	if err := s.checkReaderFile(name); err != nil {
+		return err
 	}
 	if err := s.o.fs.Remove(s.readerFile(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
