@@ -90,9 +90,10 @@ var (
 	// ErrInvalidReaderName is returned for a reader name outside the topic-name rule.
 	ErrInvalidReaderName = errors.New("commitlog: invalid reader name")
 
-	// ErrReaderExists is returned by NewReader for a name a live reader of the store already has,
+	// ErrReaderExists is returned by NewReader for a name a live reader of the topic already has,
 	// and for a name that differs only in case from a live reader's or from one whose positions
 	// are committed: their positions files would be one file on a case-insensitive file system.
+	// Store.DeleteReader returns it while a reader of the name is open on any topic.
 	ErrReaderExists = errors.New("commitlog: a reader with this name is open")
 
 	// ErrInvalidTimestamp is returned by appends of a CreateTime record whose timestamp is

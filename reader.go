@@ -83,7 +83,7 @@ type ReaderConfig struct {
 	// Name makes the reader named: its positions can be committed (Commit, AutoCommitInterval)
 	// and a reader opened later with the same name resumes there. Names follow the topic-name
 	// rule, at most 200 characters. Empty means an anonymous reader whose positions live only
-	// in memory.
+	// in memory. A name is open on at most one Reader per topic, on any number of topics.
 	Name string
 	// Partitions lists the partitions to read; nil means all, in order.
 	Partitions []int32
@@ -151,10 +151,14 @@ type readerPartition struct {
 // NewReader returns a reader of the topic configured by cfg. A named reader resumes at its
 // committed positions; partitions without one begin at cfg.Start.
 //
-// Returns ErrInvalidReaderName for a bad name, ErrReaderExists when a live reader of the store
-// has the name or one differing from it only in case, or committed positions are kept under
-// such a name (their files would collide on case-insensitive file systems, as topic folders
-// would; see ErrTopicExists), ErrInvalidConfig for a Start or Reset outside their constants,
+// One name may be open on several topics at once, one Reader per topic, as a Kafka consumer
+// group reads several topics under one group id: the positions of all its topics share the
+// name's file, and each Reader's commits change only its own topic's (see Commit).
+//
+// Returns ErrInvalidReaderName for a bad name, ErrReaderExists when a live reader of the topic
+// has the name, or a live reader of the store has a name differing from it only in case, or
+// committed positions are kept under such a name (their files would collide on
+// case-insensitive file systems, as topic folders would; see ErrTopicExists), ErrInvalidConfig for a Start or Reset outside their constants,
 // ErrUnknownTopic for a partition the topic lacks, ErrCorrupt when the reader's
 // committed positions cannot be read (Store.DeleteReader resets them), ErrClosed after Close.
 func (t *Topic) NewReader(cfg ReaderConfig) (*Reader, error) {

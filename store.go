@@ -44,7 +44,7 @@ type Store struct {
 	topics  map[string]*Topic
 	byID    map[TopicID]*Topic        // the same topics, by Topic.ID
 	configs map[string]TopicConfig    // as stored in topicsFileName
-	readers map[string]*Reader        // live named readers
+	readers map[readerKey]*Reader     // live named readers, by name and topic
 	members map[*GroupReader]struct{} // live group members, closed by Close
 	closed  bool
 
@@ -52,6 +52,8 @@ type Store struct {
 	retentionDone chan struct{} // closed when the background retention goroutine ends
 
 	cleaner storeCleaner // the background cleaner threads (store_cleaner.go)
+	// positionsMu serialises the writes of each reader's positions file (store_reader_positions.go).
+	positionsMu positionLocks
 	// txn is the transaction coordinator with its internal logs (txn_coordinator.go).
 	txn *txnCoordinator
 
@@ -87,7 +89,7 @@ type Store struct {
 func Open(dir string, opts ...Option) (s *Store, err error) {
 	o := newOptions(opts)
 	s = &Store{dir: dir, o: o, topics: map[string]*Topic{}, byID: map[TopicID]*Topic{},
-		readers: map[string]*Reader{}, members: map[*GroupReader]struct{}{}}
+		readers: map[readerKey]*Reader{}, members: map[*GroupReader]struct{}{}}
 	if err := fsys.MkdirAllDurable(o.fs, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("commitlog: open %s: %w", dir, err)
 	}

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/commitlog-go/commitlog/internal/checkpoint"
 )
@@ -25,7 +27,8 @@ type readerStore interface {
 	// openReader runs start with the positions committed under name for t's partitions (none
 	// for an anonymous reader, name ""), and then registers r as the live reader of name, all
 	// under the store's lock. ErrClosed once the store or t closed; ErrReaderExists while a
-	// reader of name, or of a name differing only in case, is live or has positions; ErrCorrupt
+	// reader of name is live on t, or a reader of a name differing only in case is live or has
+	// positions (readers of name on other topics may be live); ErrCorrupt
 	// when name's positions cannot be read; start's error.
 	openReader(name string, r *Reader, t *Topic, start func(committed map[int32]committedPosition) error) error
 	// closeReader forgets r as the live reader of name.
@@ -38,6 +41,35 @@ type readerStore interface {
 	logger() *slog.Logger
 }
 
+// readerKey is a live named reader's entry: one name may read several topics at once, one
+// Reader per topic, as a Kafka consumer group reads several topics under one group id.
+type readerKey struct{ name, topic string }
+
+// positionLocks serialises the read-modify-write of each reader's positions file: readers of one
+// name on different topics commit under the store's shared lock, and must not write over each
+// other's topics (nor share the temporary file at once). Names hash to one of a fixed set of
+// locks, so that nothing grows with the names used.
+type positionLocks [32]sync.Mutex
+
+// lock locks name's lock and returns its unlock.
+func (l *positionLocks) lock(name string) func() {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	m := &l[h.Sum32()%uint32(len(l))]
+	m.Lock()
+	return m.Unlock
+}
+
+// liveReader reports whether a reader of name is open on any topic. Callers hold mu.
+func (s *Store) liveReader(name string) bool {
+	for k := range s.readers {
+		if k.name == name {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Store) openReader(name string, r *Reader, t *Topic, start func(map[int32]committedPosition) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -46,8 +78,8 @@ func (s *Store) openReader(name string, r *Reader, t *Topic, start func(map[int3
 	}
 	committed := map[int32]committedPosition{}
 	if name != "" {
-		if _, ok := s.readers[name]; ok {
-			return fmt.Errorf("%w: %q", ErrReaderExists, name)
+		if _, ok := s.readers[readerKey{name, t.name}]; ok {
+			return fmt.Errorf("%w: %q on topic %s", ErrReaderExists, name, t.name)
 		}
 		if err := s.checkReaderCaseCollision(name); err != nil {
 			return err
@@ -62,7 +94,7 @@ func (s *Store) openReader(name string, r *Reader, t *Topic, start func(map[int3
 		return err
 	}
 	if name != "" {
-		s.readers[name] = r
+		s.readers[readerKey{name, t.name}] = r
 	}
 	return nil
 }
@@ -70,8 +102,8 @@ func (s *Store) openReader(name string, r *Reader, t *Topic, start func(map[int3
 func (s *Store) closeReader(name string, r *Reader) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.readers[name] == r {
-		delete(s.readers, name)
+	if k := (readerKey{name, r.topic.name}); s.readers[k] == r {
+		delete(s.readers, k)
 	}
 }
 
@@ -81,6 +113,9 @@ func (s *Store) commitPositions(name string, t *Topic, update func(mine map[int3
 	if s.topics[t.name] != t {
 		return fmt.Errorf("%w: topic %s: %w", ErrClosed, t.name, errTopicDeleted)
 	}
+	// Readers of the name on other topics commit meanwhile: each rewrites the file with the
+	// others' topics as it reads them, so that none is lost.
+	defer s.positionsMu.lock(name)()
 	all, err := s.readCommitted(name)
 	if err != nil {
 		// Overwriting a damaged file with good positions is the repair.
@@ -284,8 +319,8 @@ func (s *Store) checkReaderCaseCollision(name string) error {
 	if err != nil {
 		return err
 	}
-	for other := range s.readers {
-		names = append(names, other)
+	for k := range s.readers {
+		names = append(names, k.name)
 	}
 	for _, other := range names {
 		if other != name && strings.EqualFold(other, name) {
@@ -385,7 +420,7 @@ func (s *Store) DeleteReader(name string) error {
 	if s.closed {
 		return ErrClosed
 	}
-	if _, ok := s.readers[name]; ok {
+	if s.liveReader(name) {
 		return fmt.Errorf("%w: %q", ErrReaderExists, name)
 	}
 	if err := s.checkReaderFile(name); err != nil {
