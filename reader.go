@@ -581,15 +581,23 @@ func (r *Reader) Positions() map[int32]int64 {
 	return m
 }
 
-// Lag returns, per partition read, how many offsets lie between the reader's position and the
-// high watermark, or under ReadCommitted the last stable offset (0 when caught up; negative
-// never).
+// Lag returns, per partition read, how many offsets are left to read: from the reader's
+// position, or the log start offset when retention (or DeleteRecords) has deleted the records
+// at the position, to the high watermark, or under ReadCommitted the last stable offset (0 when
+// caught up; negative never).
+//
+// Kafka's kafka-consumer-groups.sh shows LAG = LOG-END-OFFSET − CURRENT-OFFSET, the committed
+// offset, and so counts deleted records while a group sits below the log start offset; its
+// consumer cannot fetch from such a position (OFFSET_OUT_OF_RANGE) and first resets it by
+// auto.offset.reset, after which its records-lag metric counts from the new position. Lag
+// counts what the reader can still read, what the reset to the earliest offset leaves:
+// high watermark − log start offset. Positions still returns the position itself.
 func (r *Reader) Lag() map[int32]int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := make(map[int32]int64, len(r.parts))
 	for _, rp := range r.parts {
-		m[rp.p.id] = max(r.end(rp.p)-rp.pos, 0)
+		m[rp.p.id] = max(r.end(rp.p)-max(rp.pos, rp.p.LogStartOffset()), 0)
 	}
 	return m
 }
