@@ -24,7 +24,8 @@ const (
 	Earliest
 	// AtOffset starts at ReaderConfig.StartOffset.
 	AtOffset
-	// AtTime starts at the first record whose timestamp is >= ReaderConfig.StartTime.
+	// AtTime starts at the first record whose timestamp is >= ReaderConfig.StartTime, or at
+	// the high watermark when no record is that recent (see Reader.SeekToTime).
 	AtTime
 )
 
@@ -228,7 +229,7 @@ func (r *Reader) startOffset(p *Partition) (int64, error) {
 	case AtOffset:
 		return r.cfg.StartOffset, nil
 	case AtTime:
-		return p.OffsetForTime(r.cfg.StartTime)
+		return offsetForTimeOrEnd(p, r.cfg.StartTime)
 	default:
 		return r.end(p), nil
 	}
@@ -538,10 +539,23 @@ func (r *Reader) seekAll(at func(*Partition) (int64, error)) error {
 	return nil
 }
 
-// SeekToTime moves every partition's position to its first record whose timestamp is >= t (the
-// log end offset when none is), to replay from a point in time. ErrClosed after Close.
+// SeekToTime moves every partition's position to its first record whose timestamp is >= t, to
+// replay from a point in time. A partition with no such record (Partition.OffsetForTime returns
+// ErrNoOffsetForTime; Kafka's offsetsForTimes returns null for it, and where to seek is the
+// consumer's choice) is positioned at its high watermark: the reader reads the records appended
+// from now on, which are the first at or after t once the clocks agree. ErrClosed after Close.
 func (r *Reader) SeekToTime(t time.Time) error {
-	return r.seekAll(func(p *Partition) (int64, error) { return p.OffsetForTime(t) })
+	return r.seekAll(func(p *Partition) (int64, error) { return offsetForTimeOrEnd(p, t) })
+}
+
+// offsetForTimeOrEnd is p.OffsetForTime(t), or p's high watermark when no record below it is
+// that recent: where AtTime and SeekToTime put a reader.
+func offsetForTimeOrEnd(p *Partition, t time.Time) (int64, error) {
+	off, err := p.OffsetForTime(t)
+	if errors.Is(err, ErrNoOffsetForTime) {
+		return p.HighWatermark(), nil
+	}
+	return off, err
 }
 
 // SeekToEarliest moves every partition's position to its log start offset.
