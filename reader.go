@@ -99,6 +99,11 @@ type ReaderConfig struct {
 	// AutoCommitInterval, when positive, commits a named reader's positions this often in the
 	// background and once more on Close (Kafka's auto.commit.interval.ms).
 	AutoCommitInterval time.Duration
+	// SyncCommits makes every commit durable before it returns: the positions file and the
+	// store's directory are fsynced. Without it (the default) a commit is a rename of a
+	// temporary file, which survives the process being killed but may be lost to a power loss
+	// (see Commit), and waits for no disk flush.
+	SyncCommits bool
 	// MaxBytes is how much to fetch from a partition at a time; 0 means DefaultReaderMaxBytes.
 	MaxBytes int
 	// Isolation is ReadUncommitted (the default) or ReadCommitted. Under ReadCommitted the

@@ -7,13 +7,22 @@ import (
 	"time"
 )
 
-// Commit durably records the reader's positions (the offset of the next record in each
-// partition) with the leader epoch of the last record consumed in each (Kafka's OffsetCommit
+// Commit records the reader's positions (the offset of the next record in each partition) with
+// the leader epoch of the last record consumed in each (Kafka's OffsetCommit
 // committed_leader_epoch, KIP-320), so that a reader opened later with the same name resumes
 // exactly there, after checking that the log did not diverge below the position meanwhile (see
 // ResetPolicy). Only the partitions the reader reads are written: positions committed under the
-// name for the topic's other partitions stay, as Kafka's OffsetCommit changes only the
-// partitions it lists. The file is replaced atomically (temp file, fsync, rename, directory fsync).
+// name for the topic's other partitions, and for other topics, stay, as Kafka's OffsetCommit
+// changes only the partitions it lists.
+//
+// The name's file is replaced atomically: a temporary file renamed over it, which a killed
+// process never leaves half written. By default nothing is fsynced, so that committing after
+// every record is cheap (Kafka's consumer offsets, too, are appended to __consumer_offsets under
+// the broker's flush policy, not fsynced per commit): after a power loss the file may hold an
+// earlier commit, and records are read again from there (at least once), or be torn, and the
+// reader then starts as one that never committed, at ReaderConfig.Start. With
+// ReaderConfig.SyncCommits the temporary file and the directory are fsynced, and Commit returns
+// only once the positions are durable.
 // Anonymous readers have nothing to commit: Commit returns ErrInvalidReaderName. ErrClosed after
 // Close; ctx's error if it is done before the write.
 func (r *Reader) Commit(ctx context.Context) error {
@@ -40,7 +49,7 @@ func (r *Reader) Commit(ctx context.Context) error {
 func (r *Reader) commit() error {
 	r.commitMu.Lock()
 	defer r.commitMu.Unlock()
-	return r.positions.commitPositions(r.cfg.Name, r.topic, func(mine map[int32]committedPosition) {
+	return r.positions.commitPositions(r.cfg.Name, r.topic, r.cfg.SyncCommits, func(mine map[int32]committedPosition) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		for _, rp := range r.parts {

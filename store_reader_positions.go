@@ -29,14 +29,16 @@ type readerStore interface {
 	// under the store's lock. ErrClosed once the store or t closed; ErrReaderExists while a
 	// reader of name is live on t, or a reader of a name differing only in case is live or has
 	// positions (readers of name on other topics may be live); ErrCorrupt
-	// when name's positions cannot be read; start's error.
+	// when name's positions cannot be read (a torn file, which a power loss leaves of an unsynced
+	// commit, is read as no positions, logged); start's error.
 	openReader(name string, r *Reader, t *Topic, start func(committed map[int32]committedPosition) error) error
 	// closeReader forgets r as the live reader of name.
 	closeReader(name string, r *Reader)
-	// commitPositions durably replaces name's positions of t with those update writes into
-	// mine (the ones committed now for t; other topics' stay). ErrClosed, wrapping
-	// errTopicDeleted, when t is no longer the store's topic of its name.
-	commitPositions(name string, t *Topic, update func(mine map[int32]committedPosition)) error
+	// commitPositions replaces name's positions of t with those update writes into mine (the
+	// ones committed now for t; other topics' stay), durably when sync is set (see
+	// ReaderConfig.SyncCommits). ErrClosed, wrapping errTopicDeleted, when t is no longer the
+	// store's topic of its name.
+	commitPositions(name string, t *Topic, sync bool, update func(mine map[int32]committedPosition)) error
 	// logger is the store's logger.
 	logger() *slog.Logger
 }
@@ -85,6 +87,16 @@ func (s *Store) openReader(name string, r *Reader, t *Topic, start func(map[int3
 			return err
 		}
 		all, err := s.readCommitted(name)
+		if errors.Is(err, checkpoint.ErrCorrupt) {
+			// Torn or missing its checksum: what a power loss leaves of a commit written
+			// without a sync (ReaderConfig.SyncCommits). The commit is lost, as commits since
+			// the last one that reached the disk are: the reader starts as one that never
+			// committed, at its Start, as Kafka's consumer without a committed offset starts
+			// at auto.offset.reset. Its next commit replaces the file.
+			s.o.logger.Warn("reader positions torn, as a power loss leaves an unsynced commit; the reader starts at its configured start",
+				"reader", name, "file", s.readerFile(name), "err", err)
+			all, err = map[string]map[int32]committedPosition{}, nil
+		}
 		if err != nil {
 			return err
 		}
@@ -107,7 +119,7 @@ func (s *Store) closeReader(name string, r *Reader) {
 	}
 }
 
-func (s *Store) commitPositions(name string, t *Topic, update func(mine map[int32]committedPosition)) error {
+func (s *Store) commitPositions(name string, t *Topic, sync bool, update func(mine map[int32]committedPosition)) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.topics[t.name] != t {
@@ -133,6 +145,9 @@ func (s *Store) commitPositions(name string, t *Topic, update func(mine map[int3
 	b, err := encodePositions(all)
 	if err != nil {
 		return err
+	}
+	if !sync {
+		return checkpoint.WriteNoSync(s.o.fs, s.readerFile(name), b)
 	}
 	return checkpoint.Write(s.o.fs, s.readerFile(name), b)
 }
