@@ -51,15 +51,52 @@ type readerKey struct{ name, topic string }
 // name on different topics commit under the store's shared lock, and must not write over each
 // other's topics (nor share the temporary file at once). Names hash to one of a fixed set of
 // locks, so that nothing grows with the names used.
-type positionLocks [32]sync.Mutex
+//
+// It also keeps what each name's file holds since this store last wrote it, so that a commit
+// writes without reading the file back first. A name's entry is read and changed only under its
+// lock, or under the store's exclusive lock (DeleteReader, removeTopicPositions), which keeps
+// commits out; mu guards the map itself.
+type positionLocks struct {
+	stripes [32]sync.Mutex
+	mu      sync.Mutex
+	written map[string]map[string]map[int32]committedPosition
+}
 
 // lock locks name's lock and returns its unlock.
 func (l *positionLocks) lock(name string) func() {
 	h := fnv.New32a()
 	h.Write([]byte(name))
-	m := &l[h.Sum32()%uint32(len(l))]
+	m := &l.stripes[h.Sum32()%uint32(len(l.stripes))]
 	m.Lock()
 	return m.Unlock
+}
+
+// get returns what name's file holds as this store last wrote it, nil when unknown.
+func (l *positionLocks) get(name string) map[string]map[int32]committedPosition {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.written[name]
+}
+
+// set records all as what name's file holds; nil forgets it.
+func (l *positionLocks) set(name string, all map[string]map[int32]committedPosition) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if all == nil {
+		delete(l.written, name)
+		return
+	}
+	if l.written == nil {
+		l.written = map[string]map[string]map[int32]committedPosition{}
+	}
+	l.written[name] = all
+}
+
+// forgetAll forgets every name's file contents.
+func (l *positionLocks) forgetAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	clear(l.written)
 }
 
 // liveReader reports whether a reader of name is open on any topic. Callers hold mu.
@@ -128,10 +165,13 @@ func (s *Store) commitPositions(name string, t *Topic, sync bool, update func(mi
 	// Readers of the name on other topics commit meanwhile: each rewrites the file with the
 	// others' topics as it reads them, so that none is lost.
 	defer s.positionsMu.lock(name)()
-	all, err := s.readCommitted(name)
-	if err != nil {
-		// Overwriting a damaged file with good positions is the repair.
-		all = map[string]map[int32]committedPosition{}
+	all := s.positionsMu.get(name)
+	if all == nil {
+		var err error
+		if all, err = s.readCommitted(name); err != nil {
+			// Overwriting a damaged file with good positions is the repair.
+			all = map[string]map[int32]committedPosition{}
+		}
 	}
 	// The partitions the reader reads replace their entries; those of the topic's other
 	// partitions, committed under the name by a reader of them, stay (Kafka's OffsetCommit
@@ -143,13 +183,19 @@ func (s *Store) commitPositions(name string, t *Topic, sync bool, update func(mi
 	update(mine)
 	all[t.name] = mine
 	b, err := encodePositions(all)
+	if err == nil && sync {
+		err = checkpoint.Write(s.o.fs, s.readerFile(name), b)
+	} else if err == nil {
+		err = checkpoint.WriteNoSync(s.o.fs, s.readerFile(name), b)
+	}
 	if err != nil {
+		// The file holds the old positions or, after a failed directory sync, the new: read
+		// it again next time.
+		s.positionsMu.set(name, nil)
 		return err
 	}
-	if !sync {
-		return checkpoint.WriteNoSync(s.o.fs, s.readerFile(name), b)
-	}
-	return checkpoint.Write(s.o.fs, s.readerFile(name), b)
+	s.positionsMu.set(name, all)
+	return nil
 }
 
 func (s *Store) logger() *slog.Logger { return s.o.logger }
@@ -379,6 +425,7 @@ func (s *Store) readerFileNames() ([]string, error) {
 // positions is removed. A damaged file is left as it is (logged): its reader cannot start until
 // DeleteReader, which removes it anyway. Callers hold mu exclusively, which keeps commits out.
 func (s *Store) removeTopicPositions(topic string) error {
+	s.positionsMu.forgetAll() // the files change below; commits read them again
 	names, err := s.readerFileNames()
 	if err != nil {
 		return err
@@ -441,6 +488,7 @@ func (s *Store) DeleteReader(name string) error {
 	if err := s.checkReaderFile(name); err != nil {
 		return err
 	}
+	s.positionsMu.set(name, nil)
 	if err := s.o.fs.Remove(s.readerFile(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
