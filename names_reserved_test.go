@@ -2,44 +2,53 @@ package commitlog
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
-// TestReservedTopicNames: a topic name beginning with "commitlog-", in any case, is refused with
-// ErrInvalidTopicName saying it is reserved, and nothing is created: its partition folder
-// "<topic>-<n>" would sit among the store's own files, all named "commitlog-...", and one
-// such as "commitlog-reader-zz-0" would be taken for reader "zz-0"'s positions file.
+// TestReservedTopicNames: a topic name beginning with "commitlog-reader-", or naming one of the
+// store's own files, in any case, is refused with ErrInvalidTopicName saying it is reserved, and
+// nothing is created: the partition folder "commitlog-reader-zz-0" would be reader "zz-0"'s
+// positions file.
 func TestReservedTopicNames(t *testing.T) {
 	forEachStore(t, func(t *testing.T, env *storeEnv) {
 		s := env.mustOpen(t, WithSync(SyncNever))
 		stCreate(t, s, "orders", TopicConfig{})
 		before := env.tree(t)
-		for _, name := range []string{
-			"commitlog-reader-zz", "commitlog-reader-", "commitlog-topics", "commitlog-creating",
-			"commitlog-state", "commitlog-replication", "commitlog-producer-ids",
-			"commitlog-sync-failed", "commitlog-", "Commitlog-Reader-zz", "COMMITLOG-topics",
+		for _, tc := range []struct{ name, why string }{
+			{"commitlog-reader-zz", `names beginning with "commitlog-reader-" (in any case) are reserved for the store's reader positions files`},
+			{"commitlog-reader-", `names beginning with "commitlog-reader-" (in any case) are reserved`},
+			{"Commitlog-Reader-zz", `names beginning with "commitlog-reader-" (in any case) are reserved`},
+			{"commitlog-topics", "the names of the store's own files (in any case) are reserved"},
+			{"COMMITLOG-TOPICS", "the names of the store's own files (in any case) are reserved"},
+			{"commitlog-creating", "the names of the store's own files"},
+			{"commitlog-producer-ids", "the names of the store's own files"},
+			{"commitlog-state", "the names of the store's own files"},
+			{"commitlog-replication", "the names of the store's own files"},
+			{"commitlog-sync-failed", "the names of the store's own files"},
 		} {
-			require.ErrorIs(t, CheckTopicName(name), ErrInvalidTopicName, name)
-			_, err := s.CreateTopic(name, TopicConfig{})
-			require.ErrorIs(t, err, ErrInvalidTopicName, name)
-			require.ErrorContains(t, err, `reserved for the store's own files`, name)
-			require.Equal(t, before, env.tree(t), name)
+			require.ErrorIs(t, CheckTopicName(tc.name), ErrInvalidTopicName, tc.name)
+			_, err := s.CreateTopic(tc.name, TopicConfig{})
+			require.ErrorIs(t, err, ErrInvalidTopicName, tc.name)
+			require.ErrorContains(t, err, tc.why, tc.name)
+			require.Equal(t, before, env.tree(t), tc.name)
 		}
 		require.Equal(t, []string{"orders"}, s.Topics())
 	})
 }
 
-// TestKafkaFileNamesAreLegalTopics: Kafka's files in a log directory (its checkpoints and
-// meta.properties) end in no "-<n>", so no partition folder "<topic>-<n>" can be one of them;
-// topics named after them, or containing "commitlog-" past the start, are legal, as Kafka
-// leaves them, and live beside a reader's positions without being taken for them.
-func TestKafkaFileNamesAreLegalTopics(t *testing.T) {
+// TestUnreservedTopicNames: no partition folder "<topic>-<n>" of these names can be a file of
+// the store's or of Kafka's (none of those ends in "-<n>"): Kafka's checkpoint file names, other
+// names beginning with "commitlog-" (the mirror's positions topic "commitlog-mirror-pull-<name>")
+// and names holding "commitlog-reader-" past the start are legal topics, and live beside a
+// reader's positions without being taken for them.
+func TestUnreservedTopicNames(t *testing.T) {
 	names := []string{
 		"cleaner-offset-checkpoint", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
-		"replication-offset-checkpoint", "meta.properties", "commitlog", "commitlogs",
-		"my-commitlog-reader-zz", "commitlog_reader",
+		"replication-offset-checkpoint", "meta.properties", "commitlog", "commitlog-mirror-pull-x",
+		"commitlog-readers", "commitlog-topics-2", "my-commitlog-reader-zz",
 	}
 	forEachStore(t, func(t *testing.T, env *storeEnv) {
 		ctx := context.Background()
@@ -50,7 +59,8 @@ func TestKafkaFileNamesAreLegalTopics(t *testing.T) {
 			tp := stCreate(t, s, name, TopicConfig{})
 			require.NoError(t, tp.Append(ctx, stRecs("a", "b")...))
 		}
-		for _, name := range names {
+		// No file of the store's or of Kafka's in the directory can be a partition folder.
+		for _, name := range append(slices.Clone(storeFileNames), names[:5]...) {
 			_, _, ok := parsePartitionDirName(name)
 			require.False(t, ok, name)
 		}

@@ -258,10 +258,10 @@ func (s *Store) load() error {
 		found[topic] = max(found[topic], p+1)
 	}
 	for topic, n := range found {
-		if isReservedTopicName(topic) {
-			// Made before the prefix was reserved, or copied in: it opens as before, and its
-			// folders are never taken for the store's files (see reservedTopicPrefix).
-			s.o.logger.Warn("topic name is reserved for the store's own files; copy its records to another topic", "topic", topic, "prefix", reservedTopicPrefix)
+		if why := reservedTopicName(topic); why != "" {
+			// Made before the name was reserved, or copied in: it opens as before, and its
+			// folders are never taken for the store's files (see reservedTopicName).
+			s.o.logger.Warn("topic name is reserved for the store's own files; copy its records to another topic", "topic", topic, "reason", why)
 		}
 		if _, ok := s.configs[topic]; !ok {
 			s.o.logger.Info("adopting partition folders without a configuration", "topic", topic, "partitions", n)
@@ -411,8 +411,9 @@ func (s *Store) Dir() string { return s.dir }
 // Kafka's partition.metadata in every partition folder before CreateTopic returns.
 //
 // Returns ErrInvalidTopicName (creating nothing anywhere) for a name outside Kafka's rule, one of
-// the internal topics' (__transaction_state, __consumer_offsets) in any case, one beginning
-// with "commitlog-" in any case (reserved for the store's own files, see reservedTopicPrefix), or
+// the internal topics' (__transaction_state, __consumer_offsets) in any case, one reserved for
+// the store's own files (beginning with "commitlog-reader-", or a file's name; see
+// reservedTopicName), or
 // one whose partition folder exists as a symbolic link, ErrTopicExists for a held name or one
 // differing only in case, ErrInvalidConfig for a config value out of range (Partitions above
 // MaxPartitions included), ErrClosed after Close.

@@ -393,7 +393,7 @@ func (s *Store) checkReaderCaseCollision(name string) error {
 
 // checkReaderFile returns ErrInvalidReaderName when name's positions file exists as something
 // other than a regular file: the partition folder of a topic whose name begins with
-// "commitlog-reader-" (reserved since, see reservedTopicPrefix, but opened when a store holds
+// "commitlog-reader-" (reserved since, see reservedTopicName, but opened when a store holds
 // one), which no reader may take for its positions.
 func (s *Store) checkReaderFile(name string) error {
 	info, err := s.o.fs.Lstat(s.readerFile(name))
