@@ -622,7 +622,7 @@ func (r *Reader) Lag() map[int32]int64 {
 }
 
 // Close stops the reader: a blocked Next returns ErrClosed, later calls return ErrClosed. A
-// named reader with AutoCommitInterval commits its positions one last time. The name becomes
+// named reader with AutoCommitInterval commits its positions one last time, durably (fsynced). The name becomes
 // free for a new reader. Later calls return nil.
 func (r *Reader) Close() error {
 	r.mu.Lock()
@@ -637,7 +637,8 @@ func (r *Reader) Close() error {
 	var err error
 	if r.cfg.Name != "" && r.cfg.AutoCommitInterval > 0 {
 		// A deleted topic's positions are gone with it: nothing to commit.
-		if err = r.commit(); errors.Is(err, errTopicDeleted) {
+		// Synced whatever SyncCommits says: it is the last, and a clean close is durable.
+		if err = r.commit(true); errors.Is(err, errTopicDeleted) {
 			err = nil
 		}
 	}

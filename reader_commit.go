@@ -38,18 +38,18 @@ func (r *Reader) Commit(ctx context.Context) error {
 	if closed {
 		return ErrClosed
 	}
-	return r.commit()
+	return r.commit(r.cfg.SyncCommits)
 }
 
 // commit writes the positions file, keeping the entries of other topics, and of the topic's
-// other partitions, committed under this name.
+// other partitions, committed under this name; fsynced when sync is set.
 // The store holds its lock shared meanwhile (see Store.commitPositions), so that DeleteTopic, which rewrites the files, never runs
 // between its read and its write; a reader of a topic since deleted commits nothing (ErrClosed),
 // so that the deleted topic's positions never come back.
-func (r *Reader) commit() error {
+func (r *Reader) commit(sync bool) error {
 	r.commitMu.Lock()
 	defer r.commitMu.Unlock()
-	return r.positions.commitPositions(r.cfg.Name, r.topic, r.cfg.SyncCommits, func(mine map[int32]committedPosition) {
+	return r.positions.commitPositions(r.cfg.Name, r.topic, sync, func(mine map[int32]committedPosition) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		for _, rp := range r.parts {
@@ -70,7 +70,7 @@ func (r *Reader) autoCommit() {
 		case <-r.done:
 			return
 		case <-t.C:
-			if err := r.commit(); err != nil && !errors.Is(err, errTopicDeleted) {
+			if err := r.commit(r.cfg.SyncCommits); err != nil && !errors.Is(err, errTopicDeleted) {
 				r.positions.logger().Error("auto-commit failed", "reader", r.cfg.Name, "err", err)
 			}
 		}

@@ -3,6 +3,7 @@ package commitlog
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -71,4 +72,25 @@ func TestReaderCommitCrash(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReaderCloseCommitDurable: the last commit Close makes for AutoCommitInterval is synced
+// whatever SyncCommits says, so a power loss after a clean close keeps it.
+func TestReaderCloseCommitDurable(t *testing.T) {
+	const dir = "/store"
+	ctx := context.Background()
+	ffs := newFaultFS(t, fsys.NewMemory(), dir)
+	s, err := Open(dir, withFS(ffs), WithSync(SyncAlways), WithRetentionCheckInterval(-1), WithLogger(quietLog))
+	require.NoError(t, err)
+	tp := stCreate(t, s, "events", TopicConfig{})
+	require.NoError(t, tp.Append(ctx, stRecs("r0", "r1", "r2", "r3")...))
+	r := stReader(t, tp, ReaderConfig{Name: "loader", Start: Earliest, AutoCommitInterval: time.Hour})
+	stNextN(t, r, 3)
+	require.NoError(t, r.Close())
+
+	img := crashImage(t, ffs, faultfs.PowerLossDrop)
+	s, err = Open(dir, withFS(img), WithRetentionCheckInterval(-1), WithLogger(quietLog))
+	require.NoError(t, err)
+	defer s.Close()
+	require.Equal(t, map[string]map[int32]int64{"events": {0: 3}}, stMust(s.CommittedPositions("loader")))
 }
