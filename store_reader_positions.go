@@ -118,7 +118,7 @@ func (s *Store) openReader(name string, r *Reader, t *Topic, start func(map[int3
 	committed := map[int32]committedPosition{}
 	if name != "" {
 		if _, ok := s.readers[readerKey{name, t.name}]; ok {
-			return fmt.Errorf("%w: %q on topic %s", ErrReaderExists, name, t.name)
+			return fmt.Errorf("%w: reader %q is open on topic %s", ErrReaderExists, name, t.name)
 		}
 		if err := s.checkReaderCaseCollision(name); err != nil {
 			return err
@@ -483,7 +483,7 @@ func (s *Store) DeleteReader(name string) error {
 		return ErrClosed
 	}
 	if s.liveReader(name) {
-		return fmt.Errorf("%w: %q", ErrReaderExists, name)
+		return fmt.Errorf("%w: reader %q is open", ErrReaderExists, name)
 	}
 	if err := s.checkReaderFile(name); err != nil {
 		return err
