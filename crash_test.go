@@ -301,9 +301,11 @@ func crashWorkload(fsy *faultfs.FS, noSpace bool) (m *crashModel, err error) {
 	if err != nil {
 		return m, err
 	}
+	// SyncCommits: the model holds every acknowledged commit to survive a power loss, which only
+	// synced commits promise (unsynced ones: TestReaderCommitCrash).
 	var r *Reader
 	if !do(&crashStep{kind: stepNewReader}, func() (err error) {
-		r, err = events.NewReader(ReaderConfig{Name: crashReader, Start: Earliest, Reset: ResetEarliest})
+		r, err = events.NewReader(ReaderConfig{Name: crashReader, Start: Earliest, Reset: ResetEarliest, SyncCommits: true})
 		return err
 	}, nil) {
 		return m, err
@@ -397,7 +399,7 @@ func crashWorkload(fsy *faultfs.FS, noSpace bool) (m *crashModel, err error) {
 				if err := r.Close(); err != nil {
 					return err
 				}
-				r, err = events.NewReader(ReaderConfig{Name: crashReader, Start: Earliest, Reset: ResetEarliest})
+				r, err = events.NewReader(ReaderConfig{Name: crashReader, Start: Earliest, Reset: ResetEarliest, SyncCommits: true})
 				if err != nil {
 					return err
 				}

@@ -21,6 +21,13 @@ var (
 	// with ErrNoRecordYet.
 	ErrOffsetOutOfRange = errors.New("commitlog: offset out of range")
 
+	// ErrNoOffsetForTime is returned, with offset -1, by Log.OffsetForTime and
+	// Partition.OffsetForTime when no record has a timestamp at or after the time asked (the
+	// log is empty, or every record is older; for a partition, below its high watermark): Kafka's
+	// ListOffsets answers offset -1 and timestamp -1 then, and its consumer's offsetsForTimes
+	// returns null for the partition.
+	ErrNoOffsetForTime = errors.New("commitlog: no record at or after the time")
+
 	// ErrNoRecordYet is returned by ReadRecord when no record lies at or after the offset below
 	// the log end offset (the high watermark, for Partition.ReadRecord): the offset is that end or
 	// past it up to the log end offset, or only a gap (compaction, transaction markers) lies
@@ -90,9 +97,10 @@ var (
 	// ErrInvalidReaderName is returned for a reader name outside the topic-name rule.
 	ErrInvalidReaderName = errors.New("commitlog: invalid reader name")
 
-	// ErrReaderExists is returned by NewReader for a name a live reader of the store already has,
+	// ErrReaderExists is returned by NewReader for a name a live reader of the topic already has,
 	// and for a name that differs only in case from a live reader's or from one whose positions
 	// are committed: their positions files would be one file on a case-insensitive file system.
+	// Store.DeleteReader returns it while a reader of the name is open on any topic.
 	ErrReaderExists = errors.New("commitlog: reader name in use")
 
 	// ErrInvalidTimestamp is returned by appends of a CreateTime record whose timestamp is

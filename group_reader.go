@@ -621,8 +621,9 @@ func (gr *GroupReader) positionsLocked() map[TopicPartition]committedPosition {
 	return out
 }
 
-// Lag returns, per partition read, how many offsets lie between the member's position and the
-// high watermark (under ReadCommitted, the last stable offset).
+// Lag returns, per partition read, how many offsets are left to read, from the member's
+// position (or the log start offset, when retention deleted the records at the position) to the
+// high watermark (under ReadCommitted, the last stable offset); see Reader.Lag.
 func (gr *GroupReader) Lag() map[TopicPartition]int64 {
 	gr.mu.Lock()
 	defer gr.mu.Unlock()

@@ -275,8 +275,8 @@ func TestLogAppendTime(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, int64(0), off)
 		off, err = l.OffsetForTime(time.UnixMilli(now.UnixMilli() + 1))
-		require.NoError(t, err)
-		require.Equal(t, int64(9), off)
+		require.ErrorIs(t, err, ErrNoOffsetForTime)
+		require.Equal(t, int64(-1), off)
 	})
 }
 

@@ -149,8 +149,8 @@ func TestIndexAheadOfData(t *testing.T) {
 		require.Empty(t, out)
 		requireSameRecords(t, want[:40], readAllRecords(t, l))
 		ts, err := l.OffsetForTime(want[45].Timestamp)
-		require.NoError(t, err)
-		require.Equal(t, int64(40), ts, "no record that recent: the log end offset")
+		require.ErrorIs(t, err, ErrNoOffsetForTime, "no record that recent")
+		require.Equal(t, int64(-1), ts)
 
 		more := workloadRecords(200, 1)
 		require.NoError(t, l.Append(context.Background(), more...))
@@ -240,7 +240,11 @@ func collectAnswers(t *testing.T, l *Log, lo, hi int64) readAnswers {
 	}
 	for ts := lo; ts <= hi; ts++ {
 		off, err := l.OffsetForTime(time.UnixMilli(ts))
-		require.NoError(t, err, "time %d", ts)
+		if off < 0 {
+			require.ErrorIs(t, err, ErrNoOffsetForTime, "time %d", ts)
+		} else {
+			require.NoError(t, err, "time %d", ts)
+		}
 		a.times = append(a.times, off)
 	}
 	return a
@@ -295,7 +299,7 @@ func TestCorruptIndexesChangeNoAnswer(t *testing.T) {
 		lo, hi := testEpoch.UnixMilli()-202, testEpoch.UnixMilli()+432
 		want := collectAnswers(t, l, lo, hi)
 		for i, off := range want.times {
-			require.Equal(t, bruteForceOffsetForTime(ts, int64(i)-202, l.LogEndOffset()), off)
+			require.Equal(t, bruteForceOffsetForTime(ts, int64(i)-202), off)
 		}
 		// The precondition of the empty and deleted time index cases: the last batch of the
 		// sealed and of the active segment does not hold its segment's largest timestamp.
@@ -567,7 +571,8 @@ func TestLengthFieldsNeverPanicNorAllocate(t *testing.T) {
 						for _, err := range readErrs {
 							require.NoError(t, err)
 						}
-						require.NoError(t, timeErr)
+						// The cut took every record that recent.
+						require.ErrorIs(t, timeErr, ErrNoOffsetForTime)
 						return
 					}
 					require.Equal(t, int64(90), leo)

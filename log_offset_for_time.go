@@ -8,8 +8,9 @@ import (
 )
 
 // OffsetForTime returns the offset of the first record whose timestamp is >= t, searching in
-// offset order from the log start offset, or the log end offset when no record is that recent
-// (Kafka's ListOffsets by timestamp). t is taken at millisecond precision (t.UnixMilli()), the
+// offset order from the log start offset (Kafka's ListOffsets by timestamp). When no record is
+// that recent, or the log holds none, it returns -1 and an error wrapping ErrNoOffsetForTime,
+// as ListOffsets answers offset -1. t is taken at millisecond precision (t.UnixMilli()), the
 // precision of Kafka's record timestamps and of ListOffsets, as Partition.OffsetForTime takes it. Records whose timestamps go backwards are handled as Kafka
 // does: the segment is the first whose largest timestamp is >= t, and the time index, which
 // only grows, gives the offset to scan from. A truncation that cuts a segment while it is
@@ -19,15 +20,20 @@ func (l *Log) OffsetForTime(t time.Time) (int64, error) {
 	ts := t.UnixMilli()
 	for range maxReadRetries {
 		off, retry, err := l.offsetForTimeOnce(ts)
-		if !retry {
-			return off, err
+		switch {
+		case retry:
+			continue
+		case err == nil && off < 0:
+			return -1, fmt.Errorf("%w: no record of %s has a timestamp at or after %d ms", ErrNoOffsetForTime, l.dir, ts)
 		}
+		return off, err
 	}
 	return 0, fmt.Errorf("%w: the search for time %d in %s was overtaken by %d truncations in a row", ErrOffsetOutOfRange, ts, l.dir, maxReadRetries)
 }
 
-// offsetForTimeOnce is one attempt of OffsetForTime; retry says that a truncation of a segment
-// searched may have changed the bytes under it, and off and err are to be ignored.
+// offsetForTimeOnce is one attempt of OffsetForTime, off -1 when no record is found; retry
+// says that a truncation of a segment searched may have changed the bytes under it, and off and
+// err are to be ignored.
 func (l *Log) offsetForTimeOnce(ts int64) (off int64, retry bool, err error) {
 	l.mu.RLock()
 	if l.closed {
@@ -78,7 +84,7 @@ func (l *Log) offsetForTimeOnce(ts int64) (off int64, retry bool, err error) {
 			return off, false, nil
 		}
 	}
-	return end, false, nil
+	return -1, false, nil
 }
 
 // timeLookup acquires s, opens its files, and returns the offset to search from for the first

@@ -35,14 +35,25 @@ func timedLog(t *testing.T, l *Log) []int64 {
 }
 
 // bruteForceOffsetForTime is the first offset, in offset order, whose timestamp is >= ts, or
-// end.
-func bruteForceOffsetForTime(ts []int64, t int64, end int64) int64 {
+// -1.
+func bruteForceOffsetForTime(ts []int64, t int64) int64 {
 	for off, v := range ts {
 		if v >= t {
 			return int64(off)
 		}
 	}
-	return end
+	return -1
+}
+
+// requireOffsetForTime checks an OffsetForTime answer: want, or -1 with ErrNoOffsetForTime.
+func requireOffsetForTime(t *testing.T, want, got int64, err error, msgAndArgs ...any) {
+	t.Helper()
+	if want < 0 {
+		require.ErrorIs(t, err, ErrNoOffsetForTime, msgAndArgs...)
+	} else {
+		require.NoError(t, err, msgAndArgs...)
+	}
+	require.Equal(t, want, got, msgAndArgs...)
 }
 
 func TestOffsetForTime(t *testing.T) {
@@ -64,7 +75,7 @@ func TestOffsetForTime(t *testing.T) {
 		}{
 			{math.MinInt64, 0}, {0, 0}, {10, 0}, {11, 1}, {20, 1}, {21, 5}, {30, 5},
 			{31, 8}, {45, 10}, {46, 13}, {61, 17}, {101, 28}, {102, 29}, {150, 29}, {151, 29},
-			{200, 29}, {201, end}, {math.MaxInt64, end},
+			{200, 29}, {201, -1}, {math.MaxInt64, -1},
 		}
 		check := func() {
 			t.Helper()
@@ -73,13 +84,11 @@ func TestOffsetForTime(t *testing.T) {
 				if h.ms == math.MinInt64 || h.ms == math.MaxInt64 {
 					got, err = l.OffsetForTime(time.UnixMilli(h.ms))
 				}
-				require.NoError(t, err)
-				require.Equal(t, h.want, got, "ts %d", h.ms)
+				requireOffsetForTime(t, h.want, got, err, "ts %d", h.ms)
 			}
 			for ms := int64(-2); ms <= 202; ms++ {
 				got, err := l.OffsetForTime(time.UnixMilli(testEpoch.UnixMilli() + ms))
-				require.NoError(t, err)
-				require.Equal(t, bruteForceOffsetForTime(ts, ms, end), got, "ts %d", ms)
+				requireOffsetForTime(t, bruteForceOffsetForTime(ts, ms), got, err, "ts %d", ms)
 			}
 		}
 		check()

@@ -43,7 +43,40 @@ func checkTopicName(name string) error {
 		}
 		return fmt.Errorf("%w: %q is an internal topic of the store's %s", ErrInvalidTopicName, name, owner)
 	}
+	if why := reservedTopicName(name); why != "" {
+		return fmt.Errorf("%w: %q: %s", ErrInvalidTopicName, name, why)
+	}
 	return nil
+}
+
+// storeFileNames are the files the store keeps in its directory beside the partition folders,
+// and in them (commitlog-state, commitlog-replication, commitlog-sync-failed); reserved as
+// topic names, in any case, with every name beginning with readerFilePrefix.
+var storeFileNames = []string{topicsFileName, creatingFileName, producerIDsFileName, stateFileName,
+	replicationFileName, syncFailedFileName}
+
+// reservedTopicName says why name is reserved for the store's own files, "" when it is not. A
+// topic's partition folders, "<topic>-<n>", share the store's directory with the store's files:
+// a topic named "commitlog-reader-zz" has the folder "commitlog-reader-zz-0", which is the
+// positions file of reader "zz-0" (Readers, CommittedPositions and verify took it for one). So
+// every name beginning with "commitlog-reader-" is reserved, as are the names of the store's
+// files themselves, as Kafka reserves the internal topics it owns (Topic.isInternal). The
+// comparison ignores case: on a case-insensitive file system "Commitlog-Reader-zz-0" is the file
+// "commitlog-reader-zz-0". Other names beginning with "commitlog-" stay legal (the mirror's
+// positions topics "commitlog-mirror-pull-<name>" among them): no other file of the store's
+// ends in "-<n>", so no partition folder can be one. Kafka's own files in a log directory
+// (cleaner-offset-checkpoint, recovery-point-offset-checkpoint, log-start-offset-checkpoint,
+// replication-offset-checkpoint, meta.properties) do not either, and stay legal topics as in Kafka.
+func reservedTopicName(name string) string {
+	if len(name) >= len(readerFilePrefix) && strings.EqualFold(name[:len(readerFilePrefix)], readerFilePrefix) {
+		return fmt.Sprintf("names beginning with %q (in any case) are reserved for the store's reader positions files", readerFilePrefix)
+	}
+	for _, f := range storeFileNames {
+		if strings.EqualFold(name, f) {
+			return "the names of the store's own files (in any case) are reserved"
+		}
+	}
+	return ""
 }
 
 // maxReaderNameLength is shorter than a topic name's limit: a reader's positions live in
@@ -106,6 +139,8 @@ func parsePartitionDirName(name string) (topic string, partition int32, ok bool)
 
 // CheckTopicName returns ErrInvalidTopicName, saying why, unless name is a legal topic name
 // (Kafka's Topic.validate: 1 to 249 characters of ASCII letters, digits, '.', '_' and '-',
-// neither "." nor ".."), and not one of the store's internal topics: what CreateTopic checks,
+// neither "." nor ".."), not one of the store's internal topics and not reserved for the store's
+// own files (beginning with "commitlog-reader-", or one of their names; see reservedTopicName):
+// what CreateTopic checks,
 // for a caller that validates before creating (CreateTopics with validate_only).
 func CheckTopicName(name string) error { return checkTopicName(name) }

@@ -2,6 +2,7 @@ package commitlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"sync"
@@ -299,11 +300,17 @@ func (p *Partition) Scan(from int64) iter.Seq2[*Record, error] {
 	}
 }
 
-// OffsetForTime returns the offset of the first record whose timestamp is >= t, or the high
-// watermark when there is none below it; see Log.OffsetForTime.
+// OffsetForTime returns the offset of the first record whose timestamp is >= t; see
+// Log.OffsetForTime. When there is none below the high watermark (records above it are not yet
+// readable, as Kafka's ListOffsets looks only below it), it returns -1 and an error wrapping
+// ErrNoOffsetForTime.
 func (p *Partition) OffsetForTime(t time.Time) (int64, error) {
 	off, err := p.log.OffsetForTime(t)
-	return min(off, p.HighWatermark()), err
+	if hw := p.HighWatermark(); errors.Is(err, ErrNoOffsetForTime) || err == nil && off >= hw {
+		return -1, fmt.Errorf("%w: topic %s partition %d has no record with a timestamp at or after %d ms below its high watermark %d",
+			ErrNoOffsetForTime, p.topicName, p.id, t.UnixMilli(), hw)
+	}
+	return off, err
 }
 
 // LogStartOffset returns the first offset the partition holds; see Log.LogStartOffset.

@@ -24,7 +24,8 @@ const (
 	Earliest
 	// AtOffset starts at ReaderConfig.StartOffset.
 	AtOffset
-	// AtTime starts at the first record whose timestamp is >= ReaderConfig.StartTime.
+	// AtTime starts at the first record whose timestamp is >= ReaderConfig.StartTime, or at
+	// the high watermark when no record is that recent (see Reader.SeekToTime).
 	AtTime
 )
 
@@ -83,7 +84,7 @@ type ReaderConfig struct {
 	// Name makes the reader named: its positions can be committed (Commit, AutoCommitInterval)
 	// and a reader opened later with the same name resumes there. Names follow the topic-name
 	// rule, at most 200 characters. Empty means an anonymous reader whose positions live only
-	// in memory.
+	// in memory. A name is open on at most one Reader per topic, on any number of topics.
 	Name string
 	// Partitions lists the partitions to read; nil means all, in order.
 	Partitions []int32
@@ -98,6 +99,11 @@ type ReaderConfig struct {
 	// AutoCommitInterval, when positive, commits a named reader's positions this often in the
 	// background and once more on Close (Kafka's auto.commit.interval.ms).
 	AutoCommitInterval time.Duration
+	// SyncCommits makes every commit durable before it returns: the positions file and the
+	// store's directory are fsynced. Without it (the default) a commit is a rename of a
+	// temporary file, which survives the process being killed but may be lost to a power loss
+	// (see Commit), and waits for no disk flush.
+	SyncCommits bool
 	// MaxBytes is how much to fetch from a partition at a time; 0 means DefaultReaderMaxBytes.
 	MaxBytes int
 	// Isolation is ReadUncommitted (the default) or ReadCommitted. Under ReadCommitted the
@@ -172,10 +178,14 @@ func (rp *readerPartition) drop() {
 // NewReader returns a reader of the topic configured by cfg. A named reader resumes at its
 // committed positions; partitions without one begin at cfg.Start.
 //
-// Returns ErrInvalidReaderName for a bad name, ErrReaderExists when a live reader of the store
-// has the name or one differing from it only in case, or committed positions are kept under
-// such a name (their files would collide on case-insensitive file systems, as topic folders
-// would; see ErrTopicExists), ErrInvalidConfig for a Start or Reset outside their constants,
+// One name may be open on several topics at once, one Reader per topic, as a Kafka consumer
+// group reads several topics under one group id: the positions of all its topics share the
+// name's file, and each Reader's commits change only its own topic's (see Commit).
+//
+// Returns ErrInvalidReaderName for a bad name, ErrReaderExists when a live reader of the topic
+// has the name, or a live reader of the store has a name differing from it only in case, or
+// committed positions are kept under such a name (their files would collide on
+// case-insensitive file systems, as topic folders would; see ErrTopicExists), ErrInvalidConfig for a Start or Reset outside their constants,
 // ErrUnknownTopic for a partition the topic lacks, ErrCorrupt when the reader's
 // committed positions cannot be read (Store.DeleteReader resets them), ErrClosed after Close.
 func (t *Topic) NewReader(cfg ReaderConfig) (*Reader, error) {
@@ -245,7 +255,7 @@ func (r *Reader) startOffset(p *Partition) (int64, error) {
 	case AtOffset:
 		return r.cfg.StartOffset, nil
 	case AtTime:
-		return p.OffsetForTime(r.cfg.StartTime)
+		return offsetForTimeOrEnd(p, r.cfg.StartTime)
 	default:
 		return r.end(p), nil
 	}
@@ -612,10 +622,23 @@ func (r *Reader) seekAll(at func(*Partition) (int64, error)) error {
 	return nil
 }
 
-// SeekToTime moves every partition's position to its first record whose timestamp is >= t (the
-// log end offset when none is), to replay from a point in time. ErrClosed after Close.
+// SeekToTime moves every partition's position to its first record whose timestamp is >= t, to
+// replay from a point in time. A partition with no such record (Partition.OffsetForTime returns
+// ErrNoOffsetForTime; Kafka's offsetsForTimes returns null for it, and where to seek is the
+// consumer's choice) is positioned at its high watermark: the reader reads the records appended
+// from now on, which are the first at or after t once the clocks agree. ErrClosed after Close.
 func (r *Reader) SeekToTime(t time.Time) error {
-	return r.seekAll(func(p *Partition) (int64, error) { return p.OffsetForTime(t) })
+	return r.seekAll(func(p *Partition) (int64, error) { return offsetForTimeOrEnd(p, t) })
+}
+
+// offsetForTimeOrEnd is p.OffsetForTime(t), or p's high watermark when no record below it is
+// that recent: where AtTime and SeekToTime put a reader.
+func offsetForTimeOrEnd(p *Partition, t time.Time) (int64, error) {
+	off, err := p.OffsetForTime(t)
+	if errors.Is(err, ErrNoOffsetForTime) {
+		return p.HighWatermark(), nil
+	}
+	return off, err
 }
 
 // SeekToEarliest moves every partition's position to its log start offset.
@@ -655,21 +678,29 @@ func (r *Reader) Positions() map[int32]int64 {
 	return m
 }
 
-// Lag returns, per partition read, how many offsets lie between the reader's position and the
-// high watermark, or under ReadCommitted the last stable offset (0 when caught up; negative
-// never).
+// Lag returns, per partition read, how many offsets are left to read: from the reader's
+// position, or the log start offset when retention (or DeleteRecords) has deleted the records
+// at the position, to the high watermark, or under ReadCommitted the last stable offset (0 when
+// caught up; negative never).
+//
+// Kafka's kafka-consumer-groups.sh shows LAG = LOG-END-OFFSET − CURRENT-OFFSET, the committed
+// offset, and so counts deleted records while a group sits below the log start offset; its
+// consumer cannot fetch from such a position (OFFSET_OUT_OF_RANGE) and first resets it by
+// auto.offset.reset, after which its records-lag metric counts from the new position. Lag
+// counts what the reader can still read, what the reset to the earliest offset leaves:
+// high watermark − log start offset. Positions still returns the position itself.
 func (r *Reader) Lag() map[int32]int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := make(map[int32]int64, len(r.parts))
 	for _, rp := range r.parts {
-		m[rp.p.id] = max(r.end(rp.p)-rp.pos, 0)
+		m[rp.p.id] = max(r.end(rp.p)-max(rp.pos, rp.p.LogStartOffset()), 0)
 	}
 	return m
 }
 
 // Close stops the reader: a blocked Next returns ErrClosed, later calls return ErrClosed. A
-// named reader with AutoCommitInterval commits its positions one last time. The name becomes
+// named reader with AutoCommitInterval commits its positions one last time, durably (fsynced). The name becomes
 // free for a new reader. Later calls return nil.
 func (r *Reader) Close() error {
 	r.mu.Lock()
@@ -684,7 +715,8 @@ func (r *Reader) Close() error {
 	var err error
 	if r.cfg.Name != "" && r.cfg.AutoCommitInterval > 0 {
 		// A deleted topic's positions are gone with it: nothing to commit.
-		if err = r.commit(); errors.Is(err, errTopicDeleted) {
+		// Synced whatever SyncCommits says: it is the last, and a clean close is durable.
+		if err = r.commit(true); errors.Is(err, errTopicDeleted) {
 			err = nil
 		}
 	}

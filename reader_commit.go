@@ -7,13 +7,22 @@ import (
 	"time"
 )
 
-// Commit durably records the reader's positions (the offset of the next record in each
-// partition) with the leader epoch of the last record consumed in each (Kafka's OffsetCommit
+// Commit records the reader's positions (the offset of the next record in each partition) with
+// the leader epoch of the last record consumed in each (Kafka's OffsetCommit
 // committed_leader_epoch, KIP-320), so that a reader opened later with the same name resumes
 // exactly there, after checking that the log did not diverge below the position meanwhile (see
 // ResetPolicy). Only the partitions the reader reads are written: positions committed under the
-// name for the topic's other partitions stay, as Kafka's OffsetCommit changes only the
-// partitions it lists. The file is replaced atomically (temp file, fsync, rename, directory fsync).
+// name for the topic's other partitions, and for other topics, stay, as Kafka's OffsetCommit
+// changes only the partitions it lists.
+//
+// The name's file is replaced atomically: a temporary file renamed over it, which a killed
+// process never leaves half written. By default nothing is fsynced, so that committing after
+// every record is cheap (Kafka's consumer offsets, too, are appended to __consumer_offsets under
+// the broker's flush policy, not fsynced per commit): after a power loss the file may hold an
+// earlier commit, and records are read again from there (at least once), or be torn, and the
+// reader then starts as one that never committed, at ReaderConfig.Start. With
+// ReaderConfig.SyncCommits the temporary file and the directory are fsynced, and Commit returns
+// only once the positions are durable.
 // Anonymous readers have nothing to commit: Commit returns ErrInvalidReaderName. ErrClosed after
 // Close; ctx's error if it is done before the write.
 func (r *Reader) Commit(ctx context.Context) error {
@@ -29,18 +38,18 @@ func (r *Reader) Commit(ctx context.Context) error {
 	if closed {
 		return ErrClosed
 	}
-	return r.commit()
+	return r.commit(r.cfg.SyncCommits)
 }
 
 // commit writes the positions file, keeping the entries of other topics, and of the topic's
-// other partitions, committed under this name.
+// other partitions, committed under this name; fsynced when sync is set.
 // The store holds its lock shared meanwhile (see Store.commitPositions), so that DeleteTopic, which rewrites the files, never runs
 // between its read and its write; a reader of a topic since deleted commits nothing (ErrClosed),
 // so that the deleted topic's positions never come back.
-func (r *Reader) commit() error {
+func (r *Reader) commit(sync bool) error {
 	r.commitMu.Lock()
 	defer r.commitMu.Unlock()
-	return r.positions.commitPositions(r.cfg.Name, r.topic, func(mine map[int32]committedPosition) {
+	return r.positions.commitPositions(r.cfg.Name, r.topic, sync, func(mine map[int32]committedPosition) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		for _, rp := range r.parts {
@@ -61,7 +70,7 @@ func (r *Reader) autoCommit() {
 		case <-r.done:
 			return
 		case <-t.C:
-			if err := r.commit(); err != nil && !errors.Is(err, errTopicDeleted) {
+			if err := r.commit(r.cfg.SyncCommits); err != nil && !errors.Is(err, errTopicDeleted) {
 				r.positions.logger().Error("auto-commit failed", "reader", r.cfg.Name, "err", err)
 			}
 		}

@@ -47,7 +47,7 @@ type Store struct {
 	topics  map[string]*Topic
 	byID    map[TopicID]*Topic        // the same topics, by Topic.ID
 	configs map[string]TopicConfig    // as stored in topicsFileName
-	readers map[string]*Reader        // live named readers
+	readers map[readerKey]*Reader     // live named readers, by name and topic
 	members map[*GroupReader]struct{} // live group members, closed by Close
 	closed  bool
 
@@ -55,6 +55,8 @@ type Store struct {
 	retentionDone chan struct{} // closed when the background retention goroutine ends
 
 	cleaner storeCleaner // the background cleaner threads (store_cleaner.go)
+	// positionsMu serialises the writes of each reader's positions file (store_reader_positions.go).
+	positionsMu positionLocks
 	// txn is the transaction coordinator with its internal logs (txn_coordinator.go).
 	txn *txnCoordinator
 
@@ -90,7 +92,7 @@ type Store struct {
 func Open(dir string, opts ...Option) (s *Store, err error) {
 	o := newOptions(opts)
 	s = &Store{dir: dir, o: o, workers: newLogWorkers(cmp.Or(o.parallelLogs, parallelLogs)), topics: map[string]*Topic{}, byID: map[TopicID]*Topic{},
-		readers: map[string]*Reader{}, members: map[*GroupReader]struct{}{}}
+		readers: map[readerKey]*Reader{}, members: map[*GroupReader]struct{}{}}
 	if err := fsys.MkdirAllDurable(o.fs, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("commitlog: open %s: %w", dir, err)
 	}
@@ -266,6 +268,11 @@ func (s *Store) load() error {
 		found[topic] = max(found[topic], p+1)
 	}
 	for topic, n := range found {
+		if why := reservedTopicName(topic); why != "" {
+			// Made before the name was reserved, or copied in: it opens as before, and its
+			// folders are never taken for the store's files (see reservedTopicName).
+			s.o.logger.Warn("topic name is reserved for the store's own files; copy its records to another topic", "topic", topic, "reason", why)
+		}
 		if _, ok := s.configs[topic]; !ok {
 			s.o.logger.Info("adopting partition folders without a configuration", "topic", topic, "partitions", n)
 			s.configs[topic] = TopicConfig{Partitions: n}
@@ -465,8 +472,10 @@ func (s *Store) Dir() string { return s.dir }
 // Kafka's partition.metadata in every partition folder before CreateTopic returns.
 //
 // Returns ErrInvalidTopicName (creating nothing anywhere) for a name outside Kafka's rule, one of
-// the internal topics' (__transaction_state, __consumer_offsets) in any case, or one
-// whose partition folder exists as a symbolic link, ErrTopicExists for a held name or one
+// the internal topics' (__transaction_state, __consumer_offsets) in any case, one reserved for
+// the store's own files (beginning with "commitlog-reader-", or a file's name; see
+// reservedTopicName), or
+// one whose partition folder exists as a symbolic link, ErrTopicExists for a held name or one
 // differing only in case, ErrInvalidConfig for a config value out of range (Partitions above
 // MaxPartitions included), ErrClosed after Close.
 func (s *Store) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {

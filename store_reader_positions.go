@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/commitlog-go/commitlog/internal/checkpoint"
 )
@@ -25,17 +27,86 @@ type readerStore interface {
 	// openReader runs start with the positions committed under name for t's partitions (none
 	// for an anonymous reader, name ""), and then registers r as the live reader of name, all
 	// under the store's lock. ErrClosed once the store or t closed; ErrReaderExists while a
-	// reader of name, or of a name differing only in case, is live or has positions; ErrCorrupt
-	// when name's positions cannot be read; start's error.
+	// reader of name is live on t, or a reader of a name differing only in case is live or has
+	// positions (readers of name on other topics may be live); ErrCorrupt
+	// when name's positions cannot be read (a torn file, which a power loss leaves of an unsynced
+	// commit, is read as no positions, logged); start's error.
 	openReader(name string, r *Reader, t *Topic, start func(committed map[int32]committedPosition) error) error
 	// closeReader forgets r as the live reader of name.
 	closeReader(name string, r *Reader)
-	// commitPositions durably replaces name's positions of t with those update writes into
-	// mine (the ones committed now for t; other topics' stay). ErrClosed, wrapping
-	// errTopicDeleted, when t is no longer the store's topic of its name.
-	commitPositions(name string, t *Topic, update func(mine map[int32]committedPosition)) error
+	// commitPositions replaces name's positions of t with those update writes into mine (the
+	// ones committed now for t; other topics' stay), durably when sync is set (see
+	// ReaderConfig.SyncCommits). ErrClosed, wrapping errTopicDeleted, when t is no longer the
+	// store's topic of its name.
+	commitPositions(name string, t *Topic, sync bool, update func(mine map[int32]committedPosition)) error
 	// logger is the store's logger.
 	logger() *slog.Logger
+}
+
+// readerKey is a live named reader's entry: one name may read several topics at once, one
+// Reader per topic, as a Kafka consumer group reads several topics under one group id.
+type readerKey struct{ name, topic string }
+
+// positionLocks serialises the read-modify-write of each reader's positions file: readers of one
+// name on different topics commit under the store's shared lock, and must not write over each
+// other's topics (nor share the temporary file at once). Names hash to one of a fixed set of
+// locks, so that nothing grows with the names used.
+//
+// It also keeps what each name's file holds since this store last wrote it, so that a commit
+// writes without reading the file back first. A name's entry is read and changed only under its
+// lock, or under the store's exclusive lock (DeleteReader, removeTopicPositions), which keeps
+// commits out; mu guards the map itself.
+type positionLocks struct {
+	stripes [32]sync.Mutex
+	mu      sync.Mutex
+	written map[string]map[string]map[int32]committedPosition
+}
+
+// lock locks name's lock and returns its unlock.
+func (l *positionLocks) lock(name string) func() {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	m := &l.stripes[h.Sum32()%uint32(len(l.stripes))]
+	m.Lock()
+	return m.Unlock
+}
+
+// get returns what name's file holds as this store last wrote it, nil when unknown.
+func (l *positionLocks) get(name string) map[string]map[int32]committedPosition {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.written[name]
+}
+
+// set records all as what name's file holds; nil forgets it.
+func (l *positionLocks) set(name string, all map[string]map[int32]committedPosition) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if all == nil {
+		delete(l.written, name)
+		return
+	}
+	if l.written == nil {
+		l.written = map[string]map[string]map[int32]committedPosition{}
+	}
+	l.written[name] = all
+}
+
+// forgetAll forgets every name's file contents.
+func (l *positionLocks) forgetAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	clear(l.written)
+}
+
+// liveReader reports whether a reader of name is open on any topic. Callers hold mu.
+func (s *Store) liveReader(name string) bool {
+	for k := range s.readers {
+		if k.name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Store) openReader(name string, r *Reader, t *Topic, start func(map[int32]committedPosition) error) error {
@@ -46,13 +117,23 @@ func (s *Store) openReader(name string, r *Reader, t *Topic, start func(map[int3
 	}
 	committed := map[int32]committedPosition{}
 	if name != "" {
-		if _, ok := s.readers[name]; ok {
-			return fmt.Errorf("%w: reader %q is open", ErrReaderExists, name)
+		if _, ok := s.readers[readerKey{name, t.name}]; ok {
+			return fmt.Errorf("%w: reader %q is open on topic %s", ErrReaderExists, name, t.name)
 		}
 		if err := s.checkReaderCaseCollision(name); err != nil {
 			return err
 		}
 		all, err := s.readCommitted(name)
+		if errors.Is(err, checkpoint.ErrCorrupt) {
+			// Torn or missing its checksum: what a power loss leaves of a commit written
+			// without a sync (ReaderConfig.SyncCommits). The commit is lost, as commits since
+			// the last one that reached the disk are: the reader starts as one that never
+			// committed, at its Start, as Kafka's consumer without a committed offset starts
+			// at auto.offset.reset. Its next commit replaces the file.
+			s.o.logger.Warn("reader positions torn, as a power loss leaves an unsynced commit; the reader starts at its configured start",
+				"reader", name, "file", s.readerFile(name), "err", err)
+			all, err = map[string]map[int32]committedPosition{}, nil
+		}
 		if err != nil {
 			return err
 		}
@@ -62,7 +143,7 @@ func (s *Store) openReader(name string, r *Reader, t *Topic, start func(map[int3
 		return err
 	}
 	if name != "" {
-		s.readers[name] = r
+		s.readers[readerKey{name, t.name}] = r
 	}
 	return nil
 }
@@ -70,21 +151,27 @@ func (s *Store) openReader(name string, r *Reader, t *Topic, start func(map[int3
 func (s *Store) closeReader(name string, r *Reader) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.readers[name] == r {
-		delete(s.readers, name)
+	if k := (readerKey{name, r.topic.name}); s.readers[k] == r {
+		delete(s.readers, k)
 	}
 }
 
-func (s *Store) commitPositions(name string, t *Topic, update func(mine map[int32]committedPosition)) error {
+func (s *Store) commitPositions(name string, t *Topic, sync bool, update func(mine map[int32]committedPosition)) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.topics[t.name] != t {
 		return fmt.Errorf("%w: topic %s: %w", ErrClosed, t.name, errTopicDeleted)
 	}
-	all, err := s.readCommitted(name)
-	if err != nil {
-		// Overwriting a damaged file with good positions is the repair.
-		all = map[string]map[int32]committedPosition{}
+	// Readers of the name on other topics commit meanwhile: each rewrites the file with the
+	// others' topics as it reads them, so that none is lost.
+	defer s.positionsMu.lock(name)()
+	all := s.positionsMu.get(name)
+	if all == nil {
+		var err error
+		if all, err = s.readCommitted(name); err != nil {
+			// Overwriting a damaged file with good positions is the repair.
+			all = map[string]map[int32]committedPosition{}
+		}
 	}
 	// The partitions the reader reads replace their entries; those of the topic's other
 	// partitions, committed under the name by a reader of them, stay (Kafka's OffsetCommit
@@ -96,10 +183,19 @@ func (s *Store) commitPositions(name string, t *Topic, update func(mine map[int3
 	update(mine)
 	all[t.name] = mine
 	b, err := encodePositions(all)
+	if err == nil && sync {
+		err = checkpoint.Write(s.o.fs, s.readerFile(name), b)
+	} else if err == nil {
+		err = checkpoint.WriteNoSync(s.o.fs, s.readerFile(name), b)
+	}
 	if err != nil {
+		// The file holds the old positions or, after a failed directory sync, the new: read
+		// it again next time.
+		s.positionsMu.set(name, nil)
 		return err
 	}
-	return checkpoint.Write(s.o.fs, s.readerFile(name), b)
+	s.positionsMu.set(name, all)
+	return nil
 }
 
 func (s *Store) logger() *slog.Logger { return s.o.logger }
@@ -160,6 +256,9 @@ func (s *Store) readPositions(name string) (map[string]map[int32]int64, error) {
 // damaged, of an unknown version, or holds a negative partition or offset or an epoch below
 // UndefinedEpoch: that reader cannot start, and nothing else is affected.
 func (s *Store) readCommitted(name string) (map[string]map[int32]committedPosition, error) {
+	if err := s.checkReaderFile(name); err != nil {
+		return nil, err
+	}
 	path := s.readerFile(name)
 	b, err := checkpoint.Read(s.o.fs, path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -281,19 +380,32 @@ func (s *Store) checkReaderCaseCollision(name string) error {
 	if err != nil {
 		return err
 	}
-	for other := range s.readers {
-		names = append(names, other)
+	for k := range s.readers {
+		names = append(names, k.name)
 	}
 	for _, other := range names {
 		if other != name && strings.EqualFold(other, name) {
 			what := "a reader with committed positions"
-			if _, live := s.readers[other]; live {
+			if s.liveReader(other) {
 				what = "an open reader"
 			}
 			return fmt.Errorf("%w: %q collides with %q, %s, on case-insensitive file systems", ErrReaderExists, name, other, what)
 		}
 	}
 	return nil
+}
+
+// checkReaderFile returns ErrInvalidReaderName when name's positions file exists as something
+// other than a regular file: the partition folder of a topic whose name begins with
+// "commitlog-reader-" (reserved since, see reservedTopicName, but opened when a store holds
+// one), which no reader may take for its positions.
+func (s *Store) checkReaderFile(name string) error {
+	info, err := s.o.fs.Lstat(s.readerFile(name))
+	if err != nil || info.Mode().IsRegular() {
+		return nil // a missing file is no positions; another error shows when it is read
+	}
+	return fmt.Errorf("%w: %q: its positions file %s is not a file (a partition folder of a topic with a reserved name?)",
+		ErrInvalidReaderName, name, s.readerFile(name))
 }
 
 // readerFileNames returns the names of the readers that have a positions file, unsorted.
@@ -304,7 +416,8 @@ func (s *Store) readerFileNames() ([]string, error) {
 	}
 	var names []string
 	for _, e := range entries {
-		if name, ok := strings.CutPrefix(e.Name(), readerFilePrefix); ok && !strings.HasSuffix(name, checkpoint.TempSuffix) {
+		// A folder is a partition of a topic named "commitlog-reader-...", never positions.
+		if name, ok := strings.CutPrefix(e.Name(), readerFilePrefix); ok && !strings.HasSuffix(name, checkpoint.TempSuffix) && !e.IsDir() {
 			names = append(names, name)
 		}
 	}
@@ -316,6 +429,7 @@ func (s *Store) readerFileNames() ([]string, error) {
 // positions is removed. A damaged file is left as it is (logged): its reader cannot start until
 // DeleteReader, which removes it anyway. Callers hold mu exclusively, which keeps commits out.
 func (s *Store) removeTopicPositions(topic string) error {
+	s.positionsMu.forgetAll() // the files change below; commits read them again
 	names, err := s.readerFileNames()
 	if err != nil {
 		return err
@@ -372,9 +486,13 @@ func (s *Store) DeleteReader(name string) error {
 	if s.closed {
 		return ErrClosed
 	}
-	if _, ok := s.readers[name]; ok {
+	if s.liveReader(name) {
 		return fmt.Errorf("%w: reader %q is open", ErrReaderExists, name)
 	}
+	if err := s.checkReaderFile(name); err != nil {
+		return err
+	}
+	s.positionsMu.set(name, nil)
 	if err := s.o.fs.Remove(s.readerFile(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}

@@ -354,7 +354,9 @@ func (s *ReadOnlyStore) Readers() ([]string, error) {
 	}
 	var names []string
 	for _, e := range entries {
-		if name, ok := strings.CutPrefix(e.Name(), readerFilePrefix); ok && !strings.HasSuffix(name, checkpoint.TempSuffix) {
+		// A folder is a partition of a topic named "commitlog-reader-..." (an older store's),
+		// never positions.
+		if name, ok := strings.CutPrefix(e.Name(), readerFilePrefix); ok && !strings.HasSuffix(name, checkpoint.TempSuffix) && !e.IsDir() {
 			names = append(names, name)
 		}
 	}

@@ -817,7 +817,7 @@ func (c *txnCoordinator) applyPositions(positions map[string]map[string]map[int3
 				return err
 			}
 			ps := positions[reader][topic]
-			err = c.s.commitPositions(reader, t, func(mine map[int32]committedPosition) {
+			err = c.s.commitPositions(reader, t, true, func(mine map[int32]committedPosition) {
 				for p, off := range ps {
 					epoch := UndefinedEpoch
 					if part, err := t.Partition(p); err == nil {

@@ -118,6 +118,21 @@ func TestAdminKadm(t *testing.T) {
 			require.Equal(t, base.Add(time.Hour).UnixMilli(), maxTS.Timestamp)
 			after := listed(adm.ListOffsetsAfterMilli(ctx, base.Add(5*time.Second).UnixMilli(), "admin"))
 			require.Equal(t, int64(4), after.Offset, "the first record at or after the time is offset 4 (its timestamp is later)")
+			// Past every record: offset -1 and timestamp -1, as Kafka answers (kadm then asks
+			// for the end offset, so the request goes as it is).
+			lreq := kmsg.NewPtrListOffsetsRequest()
+			lt := kmsg.NewListOffsetsRequestTopic()
+			lt.Topic = "admin"
+			lp := kmsg.NewListOffsetsRequestTopicPartition()
+			lp.Partition, lp.Timestamp = 2, base.Add(2*time.Hour).UnixMilli()
+			lt.Partitions = append(lt.Partitions, lp)
+			lreq.Topics = append(lreq.Topics, lt)
+			lresp, err := lreq.RequestWith(ctx, prod)
+			require.NoError(t, err)
+			none := lresp.Topics[0].Partitions[0]
+			require.Equal(t, int16(0), none.ErrorCode)
+			require.Equal(t, int64(-1), none.Offset)
+			require.Equal(t, int64(-1), none.Timestamp)
 
 			// Delete records below 6: the low watermark moves, reads below it are out of range.
 			deleted, err := adm.DeleteRecords(ctx, kadm.Offsets{"admin": {2: {At: 6}}})

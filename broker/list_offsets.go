@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -79,6 +80,9 @@ func listOffset(p *commitlog.Partition, rp kmsg.ListOffsetsRequestTopicPartition
 			return commitlog.ErrInvalidTimestamp
 		}
 		off, err := p.OffsetForTime(time.UnixMilli(rp.Timestamp))
+		if errors.Is(err, commitlog.ErrNoOffsetForTime) {
+			return nil // no record that recent: offset -1, timestamp -1, as Kafka answers
+		}
 		if err != nil {
 			return err
 		}

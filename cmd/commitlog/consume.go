@@ -265,10 +265,14 @@ func consume(ctx context.Context, g *globals, f *consumeFlags) error {
 			c.targets[p] = part.HighWatermark()
 			if c.stopAtTarget {
 				off, err := part.OffsetForTime(endTime)
-				if err != nil {
+				switch {
+				case errors.Is(err, commitlog.ErrNoOffsetForTime):
+					// No record at or after e@TIME: the partition stops at its end.
+				case err != nil:
 					return err
+				default:
+					c.targets[p] = min(off, c.targets[p])
 				}
-				c.targets[p] = min(off, c.targets[p])
 			}
 			if pos > c.targets[p] {
 				// Past the end: a truncation overtook a committed position. Where the reader

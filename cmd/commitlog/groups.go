@@ -535,7 +535,11 @@ func resetTarget(g *globals, t *commitlog.Topic, id int32, f *resetFlags, cur in
 	case f.toLatest:
 		return end, nil
 	case f.toDatetime != "":
-		return p.OffsetForTime(f.at)
+		off, err := p.OffsetForTime(f.at)
+		if errors.Is(err, commitlog.ErrNoOffsetForTime) {
+			return end, nil // no record at or after it: the end, as kafka-consumer-groups resets
+		}
+		return off, err
 	case f.shiftBySet:
 		if !ok {
 			return 0, fmt.Errorf("%s-%d: no committed position to shift (Kafka: cannot shift offset for a partition without one); use --to-offset", t.Name(), id)

@@ -317,3 +317,18 @@ func TestVerifyTransactionFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyReservedTopicFolder: a store holding a topic named "commitlog-reader-zz" (made
+// before the store reserved the prefix) verifies sound: its folder "commitlog-reader-zz-0" is
+// checked as a partition, not read as reader "zz-0"'s positions file.
+func TestVerifyReservedTopicFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	mustCLI(t, strings.NewReader("a\nb\n"), "--dir", dir, "produce", "--topic", "orders")
+	// A partition folder as Kafka lays it out, adopted by the store as topic commitlog-reader-zz.
+	if err := os.CopyFS(filepath.Join(dir, "commitlog-reader-zz-0"), os.DirFS(filepath.Join(dir, "orders-0"))); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, nil, "--dir", dir, "verify")
+	require.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	require.Contains(t, r.stderr, "2 partitions")
+}

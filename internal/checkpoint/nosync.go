@@ -1,0 +1,43 @@
+package checkpoint
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/commitlog-go/commitlog/internal/fsys"
+)
+
+// WriteNoSync replaces the checkpoint at name with data as Write does (the same bytes, written
+// to name+".tmp" and renamed over name) without syncing the file or the directory: a process
+// that is killed leaves the old contents or the new, as the page cache outlives it, but after a
+// power loss (or an operating system crash) name may hold the old contents, the new, or a torn
+// file, which Read refuses with ErrCorrupt. It is for state that a caller can afford to find
+// older or missing after a power loss, written often enough that a sync each time would cost
+// more than the state is worth. Errors as for Write.
+func WriteNoSync(fsy fsys.FS, name string, data []byte) error {
+	if len(data) > MaxPayload {
+		return &fs.PathError{Op: "write checkpoint", Path: name, Err: fmt.Errorf("payload of %d bytes exceeds %d", len(data), MaxPayload)}
+	}
+	buf := make([]byte, 0, headerLen+len(data))
+	buf = append(buf, magic...)
+	buf = fmt.Appendf(buf, "%08x %08x\n", len(data), checksum(data))
+	buf = append(buf, data...)
+
+	tmp := name + TempSuffix
+	f, err := fsy.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(buf, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsy.Rename(tmp, name)
+	}
+	if err != nil {
+		fsy.Remove(tmp)
+	}
+	return err
+}
