@@ -122,6 +122,9 @@ func (x *mapped) mapFile(f fsys.File, maxSize int, writable bool) error {
 	x.f = f
 	x.writable = writable
 	x.trim = writable
+	// A writable index's file may have been trimmed by a close that did not sync it (a segment
+	// closed for idleness): its first Sync makes the size durable whether open grew it or not.
+	x.sizeDirty = x.sizeDirty || writable
 	if err := x.mapAt(mapSize, writable); err != nil {
 		return err
 	}

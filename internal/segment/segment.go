@@ -119,6 +119,10 @@ type Segment struct {
 	// files of the segment when its indexes are writable (evictWriter says it does).
 	writer      *sync.Mutex
 	evictWriter bool // guarded by openMu
+	// idleUnsynced says the files were closed for idleness with writable indexes (the active
+	// segment's), trimmed and not synced since: a sync while they are closed syncs them by name
+	// (syncClosed) rather than opening and mapping them again. Set under openMu.
+	idleUnsynced atomic.Bool
 
 	// file and the indexes are valid while isOpen is set (for a reader that holds a reference,
 	// until it releases it); they change only under openMu with no reference held, or, for the
@@ -435,6 +439,9 @@ func (s *Segment) finishEvict() error {
 	// Cleared before the count is restored: a read that sees its reference counted sees the
 	// files closed.
 	s.isOpen.Store(false)
+	if !s.sealed {
+		s.idleUnsynced.Store(true)
+	}
 	err := s.closeFiles()
 	s.refs.Add(-evicting)
 	if s.evictWriter {
@@ -635,6 +642,9 @@ func (s *Segment) SyncIndexes() error {
 	if err == nil && s.sealed && !s.pinHeld {
 		s.pinned.Store(false)
 	}
+	if err == nil {
+		s.idleUnsynced.Store(false)
+	}
 	return err
 }
 
@@ -653,6 +663,12 @@ func (s *Segment) Close() error {
 	// open or not (a no-op unless written since its last sync), and it takes no more changes.
 	txnErr := errors.Join(s.txn.Sync(), s.txn.Close())
 	if !s.isOpen.Load() {
+		// Closed for idleness: indexes trimmed then and not synced since are synced by name,
+		// without opening and mapping them again (the final time index entry is not needed: a
+		// reopen scans the batches past the last offset index entry, see scanTail).
+		if s.idleUnsynced.Load() && !s.retired.Load() {
+			txnErr = errors.Join(txnErr, s.syncClosedIndexes())
+		}
 		return txnErr
 	}
 	errs := []error{txnErr}
