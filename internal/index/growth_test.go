@@ -35,13 +35,15 @@ func TestOffsetGrowth(t *testing.T) {
 		require.NoError(t, x.Close())
 		require.Equal(t, int64(2500*OffsetEntrySize), fileSize(t, fs, name))
 
-		// Reopened writable with a larger maximum, a trimmed full index keeps its entries and
-		// grows at once to a step past them: open makes room for the next entry.
+		// Reopened writable with a larger maximum, a trimmed index keeps its entries, is mapped
+		// at its size, and grows a step past it at the next append.
 		y, err := OpenOffset(fs, name, 100, 1<<20, true)
 		require.NoError(t, err)
-		require.Equal(t, int64(40000), fileSize(t, fs, name))
+		require.Equal(t, int64(20000), fileSize(t, fs, name))
 		require.Equal(t, 2500, y.Entries())
 		require.False(t, y.Full())
+		require.NoError(t, y.Reserve(1))
+		require.Equal(t, int64(40000), fileSize(t, fs, name))
 		require.NoError(t, y.Append(100+2500*3, 2500*1000))
 		off, pos, ok := y.LastEntry()
 		require.True(t, ok)

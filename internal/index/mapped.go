@@ -130,9 +130,11 @@ func (x *mapped) mapFile(f fsys.File, maxSize int, writable bool) error {
 	}
 	x.entries = entries
 	x.reserved = int(size)
-	if writable {
+	if writable && entries < x.maxEntries {
 		// The first entries' space now, so that a segment that could take no entry is refused
-		// when it is made (a roll), not at its first append.
+		// when it is made (a roll), not at its first append. A file that fills its mapping (one
+		// trimmed by a close, or a crash's grown file that the load rebuilds in place) grows at
+		// its next append, not at open: a full disk does not refuse the load.
 		if err := x.reserve(1); err != nil {
 			return errors.Join(err, x.unmap())
 		}
