@@ -51,8 +51,8 @@ type Config struct {
 	// SegmentDuration is segment.ms: CanHold refuses a write whose largest timestamp is this much
 	// newer than the segment's first batch's (Kafka's rollingBasedTimestamp).
 	SegmentDuration time.Duration
-	// SegmentIndexBytes is segment.index.bytes: the preallocated size of each writable index
-	// file; CanHold refuses a write once an index is full.
+	// SegmentIndexBytes is segment.index.bytes: the largest size of each writable index file
+	// (it grows to it by steps, see package index); CanHold refuses a write once an index is full.
 	SegmentIndexBytes int
 	// MaxMessageBytes is max.message.bytes. With SegmentBytes it bounds the length field of a
 	// batch read from disk: the larger of the two (SegmentBytes capped at 2^31-1), so that a
