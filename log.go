@@ -146,6 +146,7 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	// at work (segment.Caches.Writer): a store of thousands of partitions keeps its descriptors
 	// under WithMaxOpenFiles.
 	l.caches.Writer = &l.appendMu
+	l.caches.Lookups = &l.mu
 	l.live.Store(newLiveConfig(cfg))
 	l.state = stateFile{fs: l.fs, dir: dir, logger: l.logger, owner: &l.owner}
 	if o.logDir != nil && o.logDirTP.topic != "" {

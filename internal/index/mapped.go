@@ -216,6 +216,9 @@ func (x *mapped) step(size int) int {
 	return min(max(next, x.entrySize), x.maxSize)
 }
 
+// mustGrow reports whether grow(entries+n) would remap the index.
+func (x *mapped) mustGrow(n int) bool { return min(x.entries+n, x.capacity()) > x.maxEntries }
+
 // grow remaps a writable index larger, by steps (see step), until its mapping holds need entries
 // (at most its capacity): the mapping goes, the file is grown, sparse, and mapped again at the new
 // size. The entries in use and the reserved space are kept. When the file cannot grow or be

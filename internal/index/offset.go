@@ -17,7 +17,7 @@ import (
 // the scan reads at most about index.interval.bytes before it reaches the target offset.
 //
 // Offset does no locking: the caller serialises Append, TruncateTo, Reset, Seal and Close with
-// every other call. Lookup, Entry and the other readers may run concurrently with each other.
+// every other call, and so Reserve when MustGrow says it grows the index (a remap). Lookup, Entry and the other readers may run concurrently with each other.
 type Offset struct {
 	base int64
 	m    mapped
@@ -199,6 +199,13 @@ func (x *Offset) Reserve(n int) error {
 		return nil
 	}
 	return x.m.reserve(n)
+}
+
+// MustGrow reports whether Reserve(n) would grow the index: remap it larger, which no lookup
+// may run concurrently with (Reserve is otherwise safe alongside lookups, as it stores nothing
+// through the mapping). False for a read-only or closed index.
+func (x *Offset) MustGrow(n int) bool {
+	return x.m.checkWritable() == nil && x.m.mustGrow(n)
 }
 
 // CanAppend reports whether an entry for offset would fit: the index is writable and not full,

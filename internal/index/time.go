@@ -18,7 +18,7 @@ import (
 // offset (Kafka appends the segment's final largest timestamp when the segment rolls).
 //
 // Time does no locking: the caller serialises MaybeAppend, TruncateTo, Reset, Seal and Close
-// with every other call. LookupBefore, Entry and the other readers may run concurrently with each
+// with every other call, and so Reserve when MustGrow says it grows the index (a remap). LookupBefore, Entry and the other readers may run concurrently with each
 // other.
 type Time struct {
 	base int64
@@ -178,6 +178,13 @@ func (x *Time) Reserve(n int) error {
 		return nil
 	}
 	return x.m.reserve(n + 1)
+}
+
+// MustGrow reports whether Reserve(n) would grow the index: remap it larger, which no lookup
+// may run concurrently with (Reserve is otherwise safe alongside lookups, as it stores nothing
+// through the mapping). False for a read-only or closed index.
+func (x *Time) MustGrow(n int) bool {
+	return x.m.checkWritable() == nil && x.m.mustGrow(n+1)
 }
 
 // CanAppend reports whether an entry for offset would fit: the index is not Full and offset is

@@ -76,6 +76,10 @@ type Caches struct {
 	// segment's writer methods open them again when they find them closed (see ensureOpen).
 	// nil: an active segment keeps its files open. Not store-wide: each log sets its own.
 	Writer *sync.Mutex
+	// Lookups is the lock the log's readers hold read-locked while they look an index up (its
+	// mu): ReserveIndexes holds it for writing while an index grows, since growing remaps it
+	// (see package index). nil: no read looks the indexes up while the writer reserves.
+	Lookups *sync.RWMutex
 }
 
 // Name returns the file name stem of the segment with the given base offset: 20 digits,
@@ -119,6 +123,8 @@ type Segment struct {
 	// files of the segment when its indexes are writable (evictWriter says it does).
 	writer      *sync.Mutex
 	evictWriter bool // guarded by openMu
+	// lookups is Caches.Lookups: held for writing while ReserveIndexes grows an index.
+	lookups *sync.RWMutex
 	// idleUnsynced says the files were closed for idleness with writable indexes (the active
 	// segment's), trimmed and not synced since: a sync while they are closed syncs them by name
 	// (syncClosed) rather than opening and mapping them again. Set under openMu.
@@ -248,7 +254,7 @@ func Create(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Cache
 
 // create is Create with the files named with suffix after their kind's (see Path).
 func create(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Caches, spared bool, suffix string) (*Segment, error) {
-	s := &Segment{fs: fsy, dir: dir, baseOffset: baseOffset, files: caches.Files, writer: caches.Writer, posCache: caches.Positions,
+	s := &Segment{fs: fsy, dir: dir, baseOffset: baseOffset, files: caches.Files, writer: caches.Writer, lookups: caches.Lookups, posCache: caches.Positions,
 		nextOffset: baseOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1}
 	s.cfg.Store(cfg)
 	s.setSuffix(suffix)
@@ -305,7 +311,7 @@ func Open(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Caches,
 
 // open is Open of the files named with suffix after their kind's (see Path).
 func open(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Caches, sealed bool, suffix string) (*Segment, error) {
-	s := &Segment{fs: fsy, dir: dir, baseOffset: baseOffset, files: caches.Files, writer: caches.Writer, posCache: caches.Positions,
+	s := &Segment{fs: fsy, dir: dir, baseOffset: baseOffset, files: caches.Files, writer: caches.Writer, lookups: caches.Lookups, posCache: caches.Positions,
 		nextOffset: baseOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1, sealed: sealed}
 	s.cfg.Store(cfg)
 	s.setSuffix(suffix)
@@ -550,6 +556,11 @@ func (s *Segment) IndexBatch(b BatchInfo) error {
 func (s *Segment) ReserveIndexes(batches int) error {
 	if err := s.ensureOpen(); err != nil {
 		return err
+	}
+	if s.lookups != nil && (s.offsetIdx.MustGrow(batches) || s.timeIdx.MustGrow(batches)) {
+		// Growing remaps the index: no lookup may read the mapping meanwhile.
+		s.lookups.Lock()
+		defer s.lookups.Unlock()
 	}
 	if err := s.offsetIdx.Reserve(batches); err != nil {
 		return err
