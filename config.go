@@ -50,8 +50,9 @@ type LogConfig struct {
 	// SegmentDuration is segment.ms: a segment rolls when the batch being appended is this much
 	// newer, by record timestamps, than the segment's first batch (Kafka's rule).
 	SegmentDuration time.Duration
-	// SegmentIndexBytes is segment.index.bytes: the preallocated size of each index file; a
-	// segment rolls when its index is full.
+	// SegmentIndexBytes is segment.index.bytes: the largest size of each index file (Kafka
+	// preallocates it; here an index starts at a page and doubles up to it); a segment rolls
+	// when its index is full.
 	SegmentIndexBytes int
 	// IndexIntervalBytes is index.interval.bytes: bytes of log between offset index entries.
 	IndexIntervalBytes int

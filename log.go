@@ -146,6 +146,7 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	// at work (segment.Caches.Writer): a store of thousands of partitions keeps its descriptors
 	// under WithMaxOpenFiles.
 	l.caches.Writer = &l.appendMu
+	l.caches.Lookups = &l.mu
 	l.live.Store(newLiveConfig(cfg))
 	l.state = stateFile{fs: l.fs, dir: dir, logger: l.logger, owner: &l.owner}
 	if o.logDir != nil && o.logDirTP.topic != "" {
@@ -332,9 +333,10 @@ func (l *Log) Close() error {
 			l.durableSeq = l.appendSeq
 		}
 	}
-	if clean {
+	if clean && !l.producers.snapshotCurrent(act.NextOffset()) {
 		// Kafka's close takes a producer snapshot at the log end offset: the next open reads it
-		// and replays nothing.
+		// and replays nothing. One there already, durable and of the same state, is kept (as
+		// Kafka's takeSnapshot takes none unless the log end offset moved past the latest).
 		if err := l.producers.writeSnapshot(act.NextOffset(), true, true); err != nil {
 			l.logger.Warn("producer snapshot not written at close; the next open replays from an older one", "err", err)
 		}

@@ -44,7 +44,7 @@ func requireNoSpaceAppend(t *testing.T, ffs *faultfs.FS, l *Log, i int, r faultf
 
 func TestNoSpaceAtRoll(t *testing.T) {
 	// The disk fills while a roll makes the next segment: creating one of its files, growing an
-	// index to its preallocated size, mapping it, reserving its first pages, or (under
+	// index to its first size, mapping it, reserving its first pages, or (under
 	// SyncNever, with spares ready) claiming the spares.
 	enospc := faultfs.Fault{Err: syscall.ENOSPC}
 	// Rules are made per run: Once keeps state.
@@ -136,11 +136,12 @@ func createOf(suffix string) faultfs.Match {
 	}
 }
 
-// growthOf matches the Truncate that grows an index file whose name ends with suffix to its
-// preallocated size, baseConfig's SegmentIndexBytes rounded down to whole entries of
-// entrySize bytes (the trims at seal and close cut it to the entries in use, far below).
+// growthOf matches the Truncate that grows a new index file whose name ends with suffix to its
+// first size, a page (or baseConfig's SegmentIndexBytes when smaller) rounded down to whole
+// entries of entrySize bytes (the trims at seal and close cut it to the entries in use, below).
 func growthOf(suffix string, entrySize int64) faultfs.Match {
-	size := int64(baseConfig().SegmentIndexBytes) / entrySize * entrySize
+	// A new index's file starts at a page (internal/index's first step) and doubles from there.
+	size := min(4096, int64(baseConfig().SegmentIndexBytes)) / entrySize * entrySize
 	return func(op faultfs.Op) bool {
 		return op.Kind == faultfs.Truncate && op.Offset == size && strings.HasSuffix(op.Path, suffix)
 	}
@@ -173,7 +174,9 @@ func TestNoSpaceIndexGrowth(t *testing.T) {
 				if suffix == timeIndexSuffix {
 					entrySize, spare = 12, 2
 				}
-				fit := 64<<10/entrySize - spare + 2
+				// The segment's index starts at a page (internal/index's first step), which is
+				// reserved with it; the growth past it needs space.
+				fit := 4096/entrySize - spare + 2
 				for len(want) < fit {
 					require.NoError(t, l.Append(ctx, workloadRecord(len(want))), "append %d", len(want))
 					want = append(want, withOffsets([]*Record{workloadRecord(len(want))}, int64(len(want)))...)

@@ -1,6 +1,7 @@
 package commitlog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -43,6 +44,24 @@ type producerState struct {
 	logger     *slog.Logger
 	m          *producerstate.Manager
 	expiration time.Duration
+	// durable is the snapshot known to be durable on disk and what it holds, encoded: the one
+	// the last Close wrote, or the one a clean open read at the log end offset. Close writes no
+	// snapshot when it would write these bytes at this offset again (Kafka's takeSnapshot takes
+	// none unless the log end offset moved past the latest snapshot's). durableOK says it is set.
+	durableOff   int64
+	durableBytes []byte
+	durableOK    bool
+}
+
+// snapshotCurrent reports whether the snapshot file at offset is durable and holds the state as
+// it is now: Close then has nothing to write.
+func (ps *producerState) snapshotCurrent(offset int64) bool {
+	return ps.durableOK && ps.durableOff == offset && bytes.Equal(ps.durableBytes, producerstate.EncodeSnapshot(ps.m.Entries()))
+}
+
+// noteDurable records that the snapshot file at offset is durable and holds b.
+func (ps *producerState) noteDurable(offset int64, b []byte) {
+	ps.durableOff, ps.durableBytes, ps.durableOK = offset, b, true
 }
 
 // snapshots returns the offsets of the snapshot files in the folder, ascending.
@@ -75,6 +94,9 @@ func (ps *producerState) writeSnapshot(offset int64, syncFile, durable bool) err
 // spare, log_spare.go), when spare is not "": no file is created then, only renamed.
 func (ps *producerState) writeSnapshotVia(offset int64, syncFile, durable bool, spare string) error {
 	b := producerstate.EncodeSnapshot(ps.m.Entries())
+	if ps.durableOK && ps.durableOff == offset {
+		ps.durableOK = false // the file is rewritten: durable again only if this write is
+	}
 	path := filepath.Join(ps.dir, producerstate.SnapshotName(offset))
 	tmp, flag := path+".tmp", os.O_RDWR|os.O_CREATE|os.O_TRUNC
 	if spare != "" {
@@ -101,6 +123,9 @@ func (ps *producerState) writeSnapshotVia(offset int64, syncFile, durable bool, 
 		ps.fs.Remove(tmp)
 		return wrapIOErr("write producer snapshot "+path, err)
 	}
+	if durable {
+		ps.noteDurable(offset, b)
+	}
 	return nil
 }
 
@@ -121,6 +146,9 @@ func (ps *producerState) removeSnapshots(drop func(off int64) bool) error {
 			continue
 		}
 		if off, ok := producerstate.ParseSnapshotName(name); ok && drop(off) {
+			if ps.durableOK && ps.durableOff == off {
+				ps.durableOK = false
+			}
 			errs = append(errs, removeIfExists(ps.fs, filepath.Join(ps.dir, name)))
 		}
 	}
@@ -212,6 +240,11 @@ func (l *Log) loadProducerState(lastTwo bool) error {
 	}
 	if ok {
 		from = off
+		if lastTwo && off == leo {
+			// A clean close wrote it, synced, at the log end offset: a close that finds the
+			// state unchanged need not write it again.
+			ps.noteDurable(off, producerstate.EncodeSnapshot(ps.m.Entries()))
+		}
 	} else {
 		ps.m.Reset(from)
 	}

@@ -427,6 +427,23 @@ func (s *Store) finishCreating() error {
 	return s.o.fs.SyncDir(s.dir)
 }
 
+// makePartitionDirs makes the folders of a new topic's n partitions and then syncs the store's
+// folder once for all of them, where each log opening its missing folder would sync it for its
+// own (fsys.MkdirAllDurable, which finds them made): one fsync per topic instead of one per
+// partition, and the folders are as durable before their logs open.
+func (s *Store) makePartitionDirs(name string, n int32) error {
+	for p := range n {
+		dir := filepath.Join(s.dir, partitionDirName(name, p))
+		if err := s.o.fs.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("commitlog: create %s: %w", dir, err)
+		}
+	}
+	if err := s.o.fs.SyncDir(s.dir); err != nil {
+		return fmt.Errorf("commitlog: sync %s: %w", s.dir, err)
+	}
+	return nil
+}
+
 // checkCaseCollision returns ErrTopicExists when a held topic's name equals name but for case.
 func (s *Store) checkCaseCollision(name string) error {
 	return caseCollision(name, maps.Keys(s.topics))
@@ -524,7 +541,11 @@ func (s *Store) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 		delete(s.configs, name)
 		return nil, errors.Join(err, s.finishCreating())
 	}
-	t, err := openTopic(s, name, cfg)
+	var t *Topic
+	err := s.makePartitionDirs(name, cfg.Partitions)
+	if err == nil {
+		t, err = openTopic(s, name, cfg)
+	}
 	if err == nil {
 		// Before the topic is returned (and before the creation marker goes): a crash part-way
 		// leaves folders without the file, which the next Open writes with the ID of the

@@ -4,9 +4,10 @@
 // segment folder copied from a Kafka broker opens here and the files written here open in Kafka.
 //
 // Both indexes are sparse, sorted arrays of fixed-size big-endian entries whose offsets are stored
-// relative to the segment's base offset. The index of the active segment is preallocated to its
-// maximum size and mapped writable, as Kafka does (segment.index.bytes, 10 MiB by default); the
-// file is trimmed to the entries in use when the segment is sealed (Seal) or the index is closed
+// relative to the segment's base offset. The index of the active segment is mapped writable and
+// may grow to its maximum size (segment.index.bytes, 10 MiB by default); where Kafka preallocates
+// the file at that size up front, it starts at a page here and doubles as entries need room, so
+// that an idle partition's index takes a page of memory on every file system; the file is trimmed to the entries in use when the segment is sealed (Seal) or the index is closed
 // (Close). Because Kafka trims on clean close, the number of entries in a file is its size divided
 // by the entry size; a file left preallocated by a crash therefore ends in zero entries, which
 // Check reports as corrupt, and the caller rebuilds the index (Reset, then appends) from the log.

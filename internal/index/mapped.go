@@ -38,6 +38,9 @@ type mapped struct {
 
 	entries    int // entries in use, at the start of data
 	maxEntries int // entries data has room for
+	// maxSize is the size in bytes, whole entries, a writable index's file and mapping grow to
+	// (see grow): segment.index.bytes, or the file's size when it was larger.
+	maxSize int
 	// reserved is where the bytes of a writable index that have no disk space reserved start
 	// (see reserve): entries*entrySize <= reserved <= len(data), and nothing is ever stored
 	// through the mapping at or past it.
@@ -58,10 +61,12 @@ func checkBase(path string, baseOffset int64) error {
 	return nil
 }
 
-// open opens name, creating it when writable, and maps it. A writable index is grown to maxBytes
-// rounded down to a whole entry (never shrunk: an existing file larger than that is mapped whole
-// and is full), sparse, and disk space is reserved for the bytes it held and for its next
-// entries (see reserve); a read-only one is mapped at its size. Entries in use are the file's
+// open opens name, creating it when writable, and maps it. A writable index may hold up to
+// maxBytes rounded down to a whole entry (an existing file larger than that is mapped whole and
+// is full); its file is grown to a first step (initialStep, or its size when larger), sparse, and
+// grows by doubling up to that maximum as entries need room (see grow); disk space is reserved
+// for the bytes it held and for its next entries (see reserve). A read-only one is mapped at its
+// size. Entries in use are the file's
 // size divided by entrySize; a size that does not divide is ErrCorrupt. A reservation the disk
 // cannot hold is an error wrapping syscall.ENOSPC, and nothing is mapped.
 func (x *mapped) open(fs fsys.FS, name string, entrySize, maxBytes int, writable bool) error {
@@ -98,6 +103,7 @@ func (x *mapped) mapFile(f fsys.File, maxSize int, writable bool) error {
 	}
 	entries := int(size) / x.entrySize
 	mapSize := int(size)
+	x.maxSize = max(maxSize, mapSize)
 	if writable && size > 0 {
 		// The bytes the file holds may be stored into (truncate zeroes dropped entries), and a
 		// file a crash left preallocated is sparse: they get their space first. On a file
@@ -106,24 +112,29 @@ func (x *mapped) mapFile(f fsys.File, maxSize int, writable bool) error {
 			return fmt.Errorf("%s: reserve %d bytes: %w", x.name, size, err)
 		}
 	}
-	if writable && maxSize > mapSize {
-		if err := f.Truncate(int64(maxSize)); err != nil {
-			return fmt.Errorf("%s: preallocate %d bytes: %w", x.name, maxSize, err)
+	if first := x.step(0); writable && first > mapSize {
+		if err := f.Truncate(int64(first)); err != nil {
+			return fmt.Errorf("%s: preallocate %d bytes: %w", x.name, first, err)
 		}
-		mapSize = maxSize
+		mapSize = first
 		x.sizeDirty = true
 	}
 	x.f = f
 	x.writable = writable
 	x.trim = writable
+	// A writable index's file may have been trimmed by a close that did not sync it (a segment
+	// closed for idleness): its first Sync makes the size durable whether open grew it or not.
+	x.sizeDirty = x.sizeDirty || writable
 	if err := x.mapAt(mapSize, writable); err != nil {
 		return err
 	}
 	x.entries = entries
 	x.reserved = int(size)
-	if writable {
+	if writable && entries < x.maxEntries {
 		// The first entries' space now, so that a segment that could take no entry is refused
-		// when it is made (a roll), not at its first append.
+		// when it is made (a roll), not at its first append. A file that fills its mapping (one
+		// trimmed by a close, or a crash's grown file that the load rebuilds in place) grows at
+		// its next append, not at open: a full disk does not refuse the load.
 		if err := x.reserve(1); err != nil {
 			return errors.Join(err, x.unmap())
 		}
@@ -183,8 +194,70 @@ func (x *mapped) checkWritable() error {
 	return nil
 }
 
-// full reports whether there is no room for another entry.
-func (x *mapped) full() bool { return !x.writable || x.entries >= x.maxEntries }
+// capacity is the most entries a writable index holds once grown to its maximum size.
+func (x *mapped) capacity() int { return x.maxSize / x.entrySize }
+
+// full reports whether there is no room for another entry, growing included.
+func (x *mapped) full() bool { return !x.writable || x.entries >= x.capacity() }
+
+// initialStep is the size in bytes a new writable index's file and mapping start at (rounded down
+// to whole entries, and at most the index's maximum size): one page, which holds the entries of
+// 2 MiB of log at Kafka's default index.interval.bytes (4 KiB). Kafka preallocates the file at
+// segment.index.bytes (10 MiB) up front, which a sparse file and a lazily faulted mapping make
+// free on disk; growing by steps keeps it so where neither is (the memory file system on the
+// Go heap: the race detector, commitlog_nommap, systems without anonymous mappings), and keeps
+// the mapping of an idle partition's index to a page.
+const initialStep = pageSize
+
+// step returns the size of the mapping that follows one of size bytes: initialStep at first, then
+// twice the size, in whole entries, capped at maxSize.
+func (x *mapped) step(size int) int {
+	next := max(initialStep, 2*size) / x.entrySize * x.entrySize
+	return min(max(next, x.entrySize), x.maxSize)
+}
+
+// mustGrow reports whether grow(entries+n) would remap the index.
+func (x *mapped) mustGrow(n int) bool { return min(x.entries+n, x.capacity()) > x.maxEntries }
+
+// grow remaps a writable index larger, by steps (see step), until its mapping holds need entries
+// (at most its capacity): the mapping goes, the file is grown, sparse, and mapped again at the new
+// size. The entries in use and the reserved space are kept. When the file cannot grow or be
+// mapped at the new size the old mapping is made again and the error returned; when even that
+// fails, the index has no entries and takes no more (the caller's Close still trims it, and the
+// log rebuilds what it misses on the next open).
+func (x *mapped) grow(need int) error {
+	need = min(need, x.capacity())
+	if need <= x.maxEntries {
+		return nil
+	}
+	old, size := len(x.data), len(x.data)
+	for size < need*x.entrySize {
+		size = x.step(size)
+	}
+	entries := x.entries
+	// Without mmap, unmapping writes the bytes back at the mapped length: before the growth.
+	if err := x.unmap(); err != nil {
+		x.writable = false
+		return err
+	}
+	err := x.f.Truncate(int64(size))
+	if err == nil {
+		x.sizeDirty = true
+		if err = x.mapAt(size, true); err == nil {
+			x.entries = entries
+			return nil
+		}
+	} else {
+		err = fmt.Errorf("%s: grow to %d bytes: %w", x.name, size, err)
+	}
+	if rerr := x.mapAt(old, true); rerr != nil {
+		x.writable = false
+		x.reserved = 0
+		return errors.Join(err, rerr)
+	}
+	x.entries = entries
+	return err
+}
 
 // put appends an entry; the caller has checked that there is room. It reserves the entry's disk
 // space first if the caller has not (see reserve); when that fails nothing is stored.
@@ -203,8 +276,9 @@ const (
 	reserveChunk = 64 << 10
 )
 
-// reserve makes sure the next n entries of a writable index (as many of them as the mapping
-// holds) have disk space, so that storing them through the mapping cannot fault: the first
+// reserve makes sure the next n entries of a writable index (as many of them as its capacity
+// holds) are mapped, growing the mapping (see grow), and have disk space, so that storing them
+// through the mapping cannot fault: the first
 // store into a page of a sparse file allocates the page's block, and on a full disk that is a
 // SIGBUS. Space is reserved with File.Allocate (fallocate) from reserved to at least a chunk
 // further, rounded up to a page, so that an append rarely pays for it: one call per
@@ -212,6 +286,9 @@ const (
 // (syscall.ENOSPC for a full disk) and leaves the index as it was; some of the range may have
 // been allocated, which is harmless: the file's size does not change.
 func (x *mapped) reserve(n int) error {
+	if err := x.grow(x.entries + n); err != nil {
+		return err
+	}
 	end := min((x.entries+n)*x.entrySize, len(x.data))
 	if end <= x.reserved {
 		return nil

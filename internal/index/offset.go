@@ -17,7 +17,7 @@ import (
 // the scan reads at most about index.interval.bytes before it reaches the target offset.
 //
 // Offset does no locking: the caller serialises Append, TruncateTo, Reset, Seal and Close with
-// every other call. Lookup, Entry and the other readers may run concurrently with each other.
+// every other call, and so Reserve when MustGrow says it grows the index (a remap). Lookup, Entry and the other readers may run concurrently with each other.
 type Offset struct {
 	base int64
 	m    mapped
@@ -25,9 +25,10 @@ type Offset struct {
 
 // OpenOffset opens the offset index at path of the segment whose base offset is baseOffset.
 //
-// A writable index (the active segment's) is created when missing, grown to maxBytes rounded
-// down to a whole entry (Kafka's segment.index.bytes, 10 MiB by default) and mapped writable; an
-// existing file larger than that keeps its size and is full. A read-only index (a sealed
+// A writable index (the active segment's) is created when missing and mapped writable; it holds
+// up to maxBytes rounded down to a whole entry (Kafka's segment.index.bytes, 10 MiB by default),
+// its file growing from a page by doubling as entries need room (Kafka preallocates it at
+// maxBytes); an existing file larger than maxBytes keeps its size and is full. A read-only index (a sealed
 // segment's) must exist and is mapped at its size; maxBytes is not used.
 //
 // The entries in use are the file's size divided by 8, since Kafka and Close trim the file to its
@@ -158,7 +159,7 @@ func (x *Offset) Append(offset, position int64) error {
 	if err := x.m.checkWritable(); err != nil {
 		return err
 	}
-	if x.m.entries >= x.m.maxEntries {
+	if x.m.entries >= x.m.capacity() {
 		return fmt.Errorf("%s: %w: %d entries", x.m.name, ErrFull, x.m.entries)
 	}
 	if lastOffset, lastPos, ok := x.LastEntry(); ok {
@@ -198,6 +199,13 @@ func (x *Offset) Reserve(n int) error {
 		return nil
 	}
 	return x.m.reserve(n)
+}
+
+// MustGrow reports whether Reserve(n) would grow the index: remap it larger, which no lookup
+// may run concurrently with (Reserve is otherwise safe alongside lookups, as it stores nothing
+// through the mapping). False for a read-only or closed index.
+func (x *Offset) MustGrow(n int) bool {
+	return x.m.checkWritable() == nil && x.m.mustGrow(n)
 }
 
 // CanAppend reports whether an entry for offset would fit: the index is writable and not full,

@@ -96,13 +96,13 @@ func TestOffsetRoundTrip(t *testing.T) {
 func TestOffsetPreallocation(t *testing.T) {
 	for _, tc := range []struct {
 		maxBytes   int
-		size       int64
-		maxEntries int
+		size       int64 // the file's first step: a page at most
+		maxEntries int   // the entries its mapping holds
 	}{
 		{8, 8, 1},
 		{15, 8, 1},
 		{1001, 1000, 125},
-		{10 << 20, 10 << 20, 10 << 20 / 8},
+		{10 << 20, 4096, 512},
 	} {
 		forEachBackend(t, func(t *testing.T, fs fsys.FS, dir string) {
 			name := indexName(dir, 0, ".index")

@@ -18,7 +18,7 @@ import (
 // offset (Kafka appends the segment's final largest timestamp when the segment rolls).
 //
 // Time does no locking: the caller serialises MaybeAppend, TruncateTo, Reset, Seal and Close
-// with every other call. LookupBefore, Entry and the other readers may run concurrently with each
+// with every other call, and so Reserve when MustGrow says it grows the index (a remap). LookupBefore, Entry and the other readers may run concurrently with each
 // other.
 type Time struct {
 	base int64
@@ -27,7 +27,7 @@ type Time struct {
 
 // OpenTime opens the time index at path of the segment whose base offset is baseOffset; it
 // behaves as OpenOffset, with 12-byte entries: a writable index is created when missing and
-// preallocated to maxBytes rounded down to a whole entry, a read-only one is mapped at its size,
+// holds up to maxBytes rounded down to a whole entry, its file growing by steps, a read-only one is mapped at its size,
 // and a size that is not a multiple of 12 gives ErrCorrupt. Open does not check the entries: call
 // Check.
 func OpenTime(fsys fsys.FS, path string, baseOffset int64, maxBytes int, writable bool) (*Time, error) {
@@ -153,7 +153,7 @@ func (x *Time) MaybeAppend(timestamp, offset int64) error {
 	if timestamp <= lastTS {
 		return nil
 	}
-	if x.m.entries >= x.m.maxEntries {
+	if x.m.entries >= x.m.capacity() {
 		return fmt.Errorf("%s: %w: %d entries", x.m.name, ErrFull, x.m.entries)
 	}
 	if offset-x.base > maxRelative {
@@ -180,6 +180,13 @@ func (x *Time) Reserve(n int) error {
 	return x.m.reserve(n + 1)
 }
 
+// MustGrow reports whether Reserve(n) would grow the index: remap it larger, which no lookup
+// may run concurrently with (Reserve is otherwise safe alongside lookups, as it stores nothing
+// through the mapping). False for a read-only or closed index.
+func (x *Time) MustGrow(n int) bool {
+	return x.m.checkWritable() == nil && x.m.mustGrow(n+1)
+}
+
 // CanAppend reports whether an entry for offset would fit: the index is not Full and offset is
 // within math.MaxInt32 of the base offset. False is a reason to roll the segment.
 func (x *Time) CanAppend(offset int64) bool {
@@ -189,7 +196,7 @@ func (x *Time) CanAppend(offset int64) bool {
 // Full reports whether the index should roll: as Kafka's TimeIndex.isFull it is true when one
 // free slot is left, which is kept for the entry MaybeAppend adds at roll. A read-only or closed
 // index is always full.
-func (x *Time) Full() bool { return x.m.full() || x.m.entries >= x.m.maxEntries-1 }
+func (x *Time) Full() bool { return x.m.full() || x.m.entries >= x.m.capacity()-1 }
 
 // TruncateTo drops the entries whose offset is at least offset, as Kafka's truncateTo does when
 // the log is truncated. A writable index zeroes the dropped entries; a read-only one only stops

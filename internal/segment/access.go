@@ -1,6 +1,9 @@
 package segment
 
 import (
+	"errors"
+	"os"
+
 	"github.com/commitlog-go/commitlog/internal/fsys"
 )
 
@@ -88,16 +91,52 @@ func (s *Segment) Sync() error {
 	if s.writer != nil {
 		s.openMu.Lock()
 		defer s.openMu.Unlock()
-		if !s.dead {
-			if err := s.openLocked(); err != nil {
+		if !s.dead && !s.isOpen.Load() {
+			// Closed for idleness: the files are synced by name, not opened and mapped again.
+			if err := s.syncClosed(); err != nil {
 				return err
 			}
+			return s.txn.Sync()
 		}
 	}
 	if err := s.file.Sync(); err != nil {
 		return err
 	}
 	return s.txn.Sync()
+}
+
+// syncClosed makes the .log file of a segment whose files are closed durable, and its indexes
+// when they were trimmed at the close and not synced since (idleUnsynced): each is opened
+// read-only, synced and closed, as Kafka's LogSegment.flush syncs the log and both indexes. The
+// caller holds openMu.
+func (s *Segment) syncClosed() error {
+	if err := syncByName(s.fs, s.Path(LogSuffix)); err != nil {
+		return err
+	}
+	if s.idleUnsynced.Load() {
+		return s.syncClosedIndexes()
+	}
+	return nil
+}
+
+// syncClosedIndexes syncs the index files of a segment whose files are closed, by name, and
+// clears idleUnsynced. The caller holds openMu.
+func (s *Segment) syncClosedIndexes() error {
+	if err := errors.Join(syncByName(s.fs, s.Path(IndexSuffix)), syncByName(s.fs, s.Path(TimeIndexSuffix))); err != nil {
+		return err
+	}
+	s.idleUnsynced.Store(false)
+	return nil
+}
+
+// syncByName opens the file at name read-only, syncs it and closes it: fsync makes the file's
+// data and size durable through any descriptor of it.
+func syncByName(fsy fsys.FS, name string) error {
+	f, err := fsy.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Sync(), f.Close())
 }
 
 // Unpin lets the file cache close a sealed segment's files when idle, and closes idle segments

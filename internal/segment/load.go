@@ -80,7 +80,7 @@ func (s *Segment) Load(full bool, cutFrom int64) (LoadReport, error) {
 	rep := LoadReport{BadPos: -1, TxnIndexReset: s.txnReset}
 	if full && !s.sealed {
 		// The rebuild empties the indexes anyway. Opened as they are, the files a crash left
-		// at their preallocated size (segment.index.bytes, 10 MiB by default) would first get
+		// at their grown size (up to segment.index.bytes, 10 MiB by default) would first get
 		// disk space for every byte and then be zeroed through the mapping: tens of MiB of page
 		// cache and writes per partition, as Kafka's LogSegment.recover avoids by resetting
 		// (truncating) the index files before it rebuilds them.

@@ -51,8 +51,8 @@ type Config struct {
 	// SegmentDuration is segment.ms: CanHold refuses a write whose largest timestamp is this much
 	// newer than the segment's first batch's (Kafka's rollingBasedTimestamp).
 	SegmentDuration time.Duration
-	// SegmentIndexBytes is segment.index.bytes: the preallocated size of each writable index
-	// file; CanHold refuses a write once an index is full.
+	// SegmentIndexBytes is segment.index.bytes: the largest size of each writable index file
+	// (it grows to it by steps, see package index); CanHold refuses a write once an index is full.
 	SegmentIndexBytes int
 	// MaxMessageBytes is max.message.bytes. With SegmentBytes it bounds the length field of a
 	// batch read from disk: the larger of the two (SegmentBytes capped at 2^31-1), so that a
@@ -76,6 +76,10 @@ type Caches struct {
 	// segment's writer methods open them again when they find them closed (see ensureOpen).
 	// nil: an active segment keeps its files open. Not store-wide: each log sets its own.
 	Writer *sync.Mutex
+	// Lookups is the lock the log's readers hold read-locked while they look an index up (its
+	// mu): ReserveIndexes holds it for writing while an index grows, since growing remaps it
+	// (see package index). nil: no read looks the indexes up while the writer reserves.
+	Lookups *sync.RWMutex
 }
 
 // Name returns the file name stem of the segment with the given base offset: 20 digits,
@@ -119,6 +123,12 @@ type Segment struct {
 	// files of the segment when its indexes are writable (evictWriter says it does).
 	writer      *sync.Mutex
 	evictWriter bool // guarded by openMu
+	// lookups is Caches.Lookups: held for writing while ReserveIndexes grows an index.
+	lookups *sync.RWMutex
+	// idleUnsynced says the files were closed for idleness with writable indexes (the active
+	// segment's), trimmed and not synced since: a sync while they are closed syncs them by name
+	// (syncClosed) rather than opening and mapping them again. Set under openMu.
+	idleUnsynced atomic.Bool
 
 	// file and the indexes are valid while isOpen is set (for a reader that holds a reference,
 	// until it releases it); they change only under openMu with no reference held, or, for the
@@ -244,7 +254,7 @@ func Create(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Cache
 
 // create is Create with the files named with suffix after their kind's (see Path).
 func create(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Caches, spared bool, suffix string) (*Segment, error) {
-	s := &Segment{fs: fsy, dir: dir, baseOffset: baseOffset, files: caches.Files, writer: caches.Writer, posCache: caches.Positions,
+	s := &Segment{fs: fsy, dir: dir, baseOffset: baseOffset, files: caches.Files, writer: caches.Writer, lookups: caches.Lookups, posCache: caches.Positions,
 		nextOffset: baseOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1}
 	s.cfg.Store(cfg)
 	s.setSuffix(suffix)
@@ -301,7 +311,7 @@ func Open(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Caches,
 
 // open is Open of the files named with suffix after their kind's (see Path).
 func open(fsy fsys.FS, dir string, baseOffset int64, cfg *Config, caches Caches, sealed bool, suffix string) (*Segment, error) {
-	s := &Segment{fs: fsy, dir: dir, baseOffset: baseOffset, files: caches.Files, writer: caches.Writer, posCache: caches.Positions,
+	s := &Segment{fs: fsy, dir: dir, baseOffset: baseOffset, files: caches.Files, writer: caches.Writer, lookups: caches.Lookups, posCache: caches.Positions,
 		nextOffset: baseOffset, maxTimestamp: -1, offsetOfMaxTimestamp: -1, rollTimestamp: -1, sealed: sealed}
 	s.cfg.Store(cfg)
 	s.setSuffix(suffix)
@@ -435,6 +445,9 @@ func (s *Segment) finishEvict() error {
 	// Cleared before the count is restored: a read that sees its reference counted sees the
 	// files closed.
 	s.isOpen.Store(false)
+	if !s.sealed {
+		s.idleUnsynced.Store(true)
+	}
 	err := s.closeFiles()
 	s.refs.Add(-evicting)
 	if s.evictWriter {
@@ -544,6 +557,11 @@ func (s *Segment) ReserveIndexes(batches int) error {
 	if err := s.ensureOpen(); err != nil {
 		return err
 	}
+	if s.lookups != nil && (s.offsetIdx.MustGrow(batches) || s.timeIdx.MustGrow(batches)) {
+		// Growing remaps the index: no lookup may read the mapping meanwhile.
+		s.lookups.Lock()
+		defer s.lookups.Unlock()
+	}
 	if err := s.offsetIdx.Reserve(batches); err != nil {
 		return err
 	}
@@ -635,6 +653,9 @@ func (s *Segment) SyncIndexes() error {
 	if err == nil && s.sealed && !s.pinHeld {
 		s.pinned.Store(false)
 	}
+	if err == nil {
+		s.idleUnsynced.Store(false)
+	}
 	return err
 }
 
@@ -653,6 +674,12 @@ func (s *Segment) Close() error {
 	// open or not (a no-op unless written since its last sync), and it takes no more changes.
 	txnErr := errors.Join(s.txn.Sync(), s.txn.Close())
 	if !s.isOpen.Load() {
+		// Closed for idleness: indexes trimmed then and not synced since are synced by name,
+		// without opening and mapping them again (the final time index entry is not needed: a
+		// reopen scans the batches past the last offset index entry, see scanTail).
+		if s.idleUnsynced.Load() && !s.retired.Load() {
+			txnErr = errors.Join(txnErr, s.syncClosedIndexes())
+		}
 		return txnErr
 	}
 	errs := []error{txnErr}
