@@ -47,8 +47,15 @@ func TestMaxOpenFilesBoundsActiveSegments(t *testing.T) {
 			open, _, _ := c.Stats()
 			require.LessOrEqual(t, open, bound)
 			if !env.memory {
+				// The portable build (no mmap) keeps a writable index's copy in memory and writes
+				// it back through a duplicate of its file's descriptor (fsys's copyMapping): an
+				// open segment there holds up to 5 descriptors for its 3 files.
+				limit := bound
+				if !osMappingsLive {
+					limit = bound / filesPerSegment * (filesPerSegment + 2)
+				}
 				if n := descriptorsUnder(t, env.dir); n >= 0 {
-					require.LessOrEqual(t, n, bound)
+					require.LessOrEqual(t, n, limit)
 				}
 			}
 		}
