@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/commitlog-go/commitlog/internal/checkpoint"
+	"github.com/commitlog-go/commitlog/internal/fsys"
 )
 
 // readerFilePrefix begins the name of a named reader's committed-positions file, which sits in
@@ -409,8 +410,12 @@ func (s *Store) checkReaderFile(name string) error {
 }
 
 // readerFileNames returns the names of the readers that have a positions file, unsorted.
-func (s *Store) readerFileNames() ([]string, error) {
-	entries, err := s.o.fs.ReadDir(s.dir)
+func (s *Store) readerFileNames() ([]string, error) { return readerFileNamesIn(s.o.fs, s.dir) }
+
+// readerFileNamesIn lists the names of the readers whose positions files are in the store folder
+// dir: the files "commitlog-reader-<name>", not their temporary files.
+func readerFileNamesIn(fsy fsys.FS, dir string) ([]string, error) {
+	entries, err := fsy.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -348,19 +348,7 @@ func (s *ReadOnlyStore) Readers() ([]string, error) {
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
-	entries, err := s.o.fs.ReadDir(s.dir)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, e := range entries {
-		// A folder is a partition of a topic named "commitlog-reader-..." (an older store's),
-		// never positions.
-		if name, ok := strings.CutPrefix(e.Name(), readerFilePrefix); ok && !strings.HasSuffix(name, checkpoint.TempSuffix) && !e.IsDir() {
-			names = append(names, name)
-		}
-	}
-	return names, nil
+	return readerFileNamesIn(s.o.fs, s.dir)
 }
 
 // CommittedPositions returns the positions a named reader committed (through a store opened with
