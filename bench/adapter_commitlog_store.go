@@ -61,6 +61,24 @@ func commitlogReaderSystem() *System {
 	}
 }
 
+func commitlogReaderScanSystem() *System {
+	return &System{
+		Name:       "commitlog-Reader.Scan",
+		Kind:       KindOurs,
+		Version:    "this repository (Store, file store)",
+		Config:     "Open, topic of 1 partition, SyncNever; reads: Topic.NewReader (Start: Earliest), Reader.Scan, the Reader's zero-copy mode (a record valid for one loop turn)",
+		Named:      []string{"reader"},
+		Persistent: true,
+		Open: func(dir string, o Options) (Log, error) {
+			l, err := openStoreLog(dir, o, 1)
+			if err != nil {
+				return nil, err
+			}
+			return &storeReaderLog{storeLog: l, zeroCopy: true}, nil
+		},
+	}
+}
+
 func commitlogTopicSystem() *System {
 	return &System{
 		Name:    "commitlog-Topic",
@@ -161,9 +179,10 @@ func (l *storeLog) countAll() int64 {
 	return n
 }
 
-// storeReaderLog reads with a Reader.
+// storeReaderLog reads with a Reader: Records, or with zeroCopy Scan.
 type storeReaderLog struct {
 	*storeLog
+	zeroCopy bool
 }
 
 // Scan drains the one partition with a new anonymous Reader from the earliest offset, up to the
@@ -183,7 +202,11 @@ func (l *storeReaderLog) Scan(fn func(i int64, key, value []byte) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), readerTimeout)
 	defer cancel()
 	read := int64(0)
-	for rec, err := range rd.Records(ctx) {
+	records := rd.Records
+	if l.zeroCopy {
+		records = rd.Scan
+	}
+	for rec, err := range records(ctx) {
 		if err != nil {
 			return errors.Join(fmt.Errorf("after %d of %d records: %w", read, end, err), rd.Close())
 		}

@@ -130,6 +130,7 @@ func allSystems() []*System {
 		commitlogMemorySystem(),
 		commitlogScanSystem(),
 		commitlogReaderSystem(),
+		commitlogReaderScanSystem(),
 		commitlogTopicSystem(),
 		tidwallSystem(),
 		raftWALSystem(),

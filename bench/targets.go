@@ -106,10 +106,13 @@ func verdicts(c, sys string, persistent bool, med medians, p Params, peers []str
 		}
 		return []Verdict{v}
 	case "reader":
-		if sys != "commitlog-Reader" {
-			return nil
+		switch sys {
+		case "commitlog-Reader":
+			return []Verdict{ratio("≥0.8× Partition.Scan", med("reader", "commitlog-Scan"), 0.8)}
+		case "commitlog-Reader.Scan":
+			return []Verdict{ratio("≥0.8× Partition.Scan (zero-copy mode)", med("reader", "commitlog-Scan"), 0.8)}
 		}
-		return []Verdict{ratio("≥0.8× Partition.Scan", med("reader", "commitlog-Scan"), 0.8)}
+		return nil
 	case "producers1", "producers16":
 		if sys != "commitlog-Topic" {
 			return nil

@@ -144,7 +144,7 @@ func readerWorkload(p Params) Workload {
 	return Workload{Letter: "reader", Base: "commitlog-Scan", Owner: "commitlog-Reader",
 		Title: fmt.Sprintf("(reader) Reader.Records against Partition.Scan: %s records of 100-byte values from one partition", count(p.SmallN)),
 		Meaning: "Each system writes the same records as (a) (batches of 1,000, no fsync, not timed), closes, opens its folder again in the same process (not timed) and reads every record from the first, checking each key and value. " +
-			"commitlog-Reader is the application's path: Topic.NewReader from the earliest offset, drained with Reader.Records, each record its own (the caller's to keep); " +
+			"commitlog-Reader is the application's path: Topic.NewReader from the earliest offset, drained with Reader.Records, each record its own (the caller's to keep); commitlog-Reader.Scan the same Reader in its zero-copy mode (Reader.Scan, a record valid for one loop turn); " +
 			"commitlog-Scan is Partition.Scan on the same store (zero-copy, records valid for one loop turn); commitlog is Log.Scan and commitlog-ReadRecords Log.ReadRecords (1 MiB at a time) on a Log opened on its own. " +
 			"× is records/s over Partition.Scan's.",
 		Cases: []Case{{ID: "reader", Workload: "reader"}}}
