@@ -55,15 +55,23 @@ func checksum(b []byte) uint32 { return crc32.Checksum(b, crc32.MakeTable(crc32.
 // new ones, which may not survive a power loss. Callers serialize Writes to one name, as they share
 // the temporary file. Payloads over MaxPayload are refused.
 func Write(fsy fsys.FS, name string, data []byte) error {
+	buf, err := frame(name, data)
+	if err != nil {
+		return err
+	}
+	return WriteRaw(fsy, name, buf)
+}
+
+// frame returns data behind the checkpoint header (magic, length, CRC-32C), as Write and
+// WriteNoSync store it; payloads over MaxPayload are refused.
+func frame(name string, data []byte) ([]byte, error) {
 	if len(data) > MaxPayload {
-		return &fs.PathError{Op: "write checkpoint", Path: name, Err: fmt.Errorf("payload of %d bytes exceeds %d", len(data), MaxPayload)}
+		return nil, &fs.PathError{Op: "write checkpoint", Path: name, Err: fmt.Errorf("payload of %d bytes exceeds %d", len(data), MaxPayload)}
 	}
 	buf := make([]byte, 0, headerLen+len(data))
 	buf = append(buf, magic...)
 	buf = fmt.Appendf(buf, "%08x %08x\n", len(data), checksum(data))
-	buf = append(buf, data...)
-
-	return WriteRaw(fsy, name, buf)
+	return append(buf, data...), nil
 }
 
 // WriteRaw replaces the file name with data as Write does (temporary file, fsync, rename,

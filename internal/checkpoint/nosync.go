@@ -1,8 +1,6 @@
 package checkpoint
 
 import (
-	"fmt"
-	"io/fs"
 	"os"
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
@@ -16,14 +14,10 @@ import (
 // older or missing after a power loss, written often enough that a sync each time would cost
 // more than the state is worth. Errors as for Write.
 func WriteNoSync(fsy fsys.FS, name string, data []byte) error {
-	if len(data) > MaxPayload {
-		return &fs.PathError{Op: "write checkpoint", Path: name, Err: fmt.Errorf("payload of %d bytes exceeds %d", len(data), MaxPayload)}
+	buf, err := frame(name, data)
+	if err != nil {
+		return err
 	}
-	buf := make([]byte, 0, headerLen+len(data))
-	buf = append(buf, magic...)
-	buf = fmt.Appendf(buf, "%08x %08x\n", len(data), checksum(data))
-	buf = append(buf, data...)
-
 	tmp := name + TempSuffix
 	f, err := fsy.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
