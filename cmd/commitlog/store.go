@@ -17,15 +17,8 @@ import (
 // and the background log cleaner off: reading never deletes records.
 func (g *globals) openStore(create bool, opts ...commitlog.Option) (*commitlog.Store, error) {
 	if !create {
-		info, err := os.Stat(g.dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("no store at %s (set --dir)", g.dir)
-		}
-		if err != nil {
+		if err := g.checkStoreDir(); err != nil {
 			return nil, err
-		}
-		if !info.IsDir() {
-			return nil, fmt.Errorf("%s is not a directory", g.dir)
 		}
 		opts = append(opts, commitlog.WithRetentionCheckInterval(-1), commitlog.WithCleanerThreads(0))
 	}
@@ -49,17 +42,26 @@ func (e storeBusyError) Error() string {
 // following that process's appends, rolls, retention and truncations. A missing directory is an
 // error.
 func (g *globals) openStoreReadOnly(opts ...commitlog.Option) (*commitlog.ReadOnlyStore, error) {
-	info, err := os.Stat(g.dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no store at %s (set --dir)", g.dir)
-	}
-	if err != nil {
+	if err := g.checkStoreDir(); err != nil {
 		return nil, err
 	}
-	if !info.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory", g.dir)
-	}
 	return commitlog.OpenReadOnly(g.dir, append([]commitlog.Option{commitlog.WithLogger(g.logger())}, opts...)...)
+}
+
+// checkStoreDir returns an error unless g.dir is an existing directory: the commands that open a
+// store they do not create.
+func (g *globals) checkStoreDir() error {
+	info, err := os.Stat(g.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("no store at %s (set --dir)", g.dir)
+	}
+	if err != nil {
+		return err
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("%s is not a directory", g.dir)
+	}
+	return nil
 }
 
 // topic returns the topic name of s, with a message naming the topics there are when it is not.
