@@ -68,7 +68,7 @@ func (e *encoder) encodeCalls(recs []*Record, starts []int, batchSize int, cfg *
 		hdr.MaxTimestamp = nowMs
 	}
 	limit := cfg.MaxMessageBytes
-	e.w = pendingWrite{batches: e.w.batches[:0], maxTimestamp: -1, producer: prod != nil}
+	e.w = pendingWrite{batches: e.w.batches[:0], maxTimestamp: -1, producer: prod != nil, calls: len(starts)}
 	e.out = e.out[:0]
 
 	var next int64 // offset of the next record, relative to the call's first

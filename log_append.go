@@ -33,10 +33,16 @@ type pendingWrite struct {
 	// producer says that a batch carries a producer id (idempotent, transactional or a
 	// transaction marker): write then checks and updates the producer state (log_producers.go).
 	producer bool
+	// calls is the number of appends the write carries (coalesced calls, see appendQueue); 0
+	// counts as 1. The stats count each a produce request.
+	calls int
 	// duplicate is set by write when the batches repeat ones the log holds (a producer's retry):
 	// nothing was written, and firstOffset and lastOffset are the original batches' offsets.
 	duplicate bool
 }
+
+// requests is the number of appends w carries, at least 1.
+func (w *pendingWrite) requests() int { return max(w.calls, 1) }
 
 // Append encodes recs into a RecordBatch v2 and appends it, assigning consecutive offsets from
 // the log end offset. Each record's Offset is set; its Timestamp is set to the append time when
@@ -100,11 +106,6 @@ func (l *Log) appendCalls(ctx context.Context, recs []*Record, starts []int, bat
 	t, first, err := l.write(w, true, await)
 	if err != nil {
 		return writeTicket{}, err
-	}
-	// The stats count each call a request, as Kafka counts each produce request, though the
-	// calls went in one write (publish counted the write one).
-	if len(starts) > 1 {
-		l.stats.appended.requests.Add(int64(len(starts) - 1))
 	}
 	for i, r := range recs {
 		r.Offset = first + int64(i)
@@ -370,7 +371,7 @@ func (l *Log) write(w *pendingWrite, assign, await bool) (t writeTicket, firstOf
 			return t, 0, err
 		}
 	}
-	if err := l.publish(seg, w.data, w.batches, pos, 1, epochsOnDisk); err != nil {
+	if err := l.publish(seg, w.data, w.batches, pos, 1, w.requests(), epochsOnDisk); err != nil {
 		return t, 0, err
 	}
 	return writeTicket{seq: l.appendSeq, gen: l.truncGen.Load(), last: w.lastOffset}, w.firstOffset, nil
@@ -414,11 +415,11 @@ func (l *Log) writeEpochsAhead(data []byte, batches []batchInfo) (bool, error) {
 	return true, nil
 }
 
-// publish makes batches, just written at pos of the active segment seg by writes appends, what
-// readers see: the indexes, the segment's size and next offset, the append sequence number; and,
+// publish makes batches, just written at pos of the active segment seg by writes appends
+// carrying requests calls (counted in the stats), what readers see: the indexes, the segment's size and next offset, the append sequence number; and,
 // once per leader epoch, writes the epoch file before any of them is acknowledged, unless
 // epochsOnDisk says that writeEpochsAhead wrote it. Callers hold appendMu.
-func (l *Log) publish(seg *segment.Segment, data []byte, batches []batchInfo, pos int64, writes int, epochsOnDisk bool) error {
+func (l *Log) publish(seg *segment.Segment, data []byte, batches []batchInfo, pos int64, writes, requests int, epochsOnDisk bool) error {
 	l.mu.Lock()
 	var ierr error
 	newEpoch := false
@@ -440,7 +441,7 @@ func (l *Log) publish(seg *segment.Segment, data []byte, batches []batchInfo, po
 	if ierr != nil {
 		return l.fail(fmt.Errorf("index %s: %w", seg.Path(segment.LogSuffix), ierr))
 	}
-	l.stats.appended.add(int64(writes), int64(len(batches)), records, int64(len(data)))
+	l.stats.appended.add(int64(requests), int64(len(batches)), records, int64(len(data)))
 	if newEpoch && !epochsOnDisk {
 		// Once per leader epoch: the first batch of an epoch is not acknowledged before the
 		// epoch's start is on disk, so a restarted follower can always find it.

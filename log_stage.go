@@ -121,6 +121,7 @@ type writeStage struct {
 	data    []byte           // the staged batches, back to back
 	batches []batchInfo      // positions relative to data
 	writes  int              // appends staged, each one sequence number
+	calls   int              // the calls those appends carry (pendingWrite.requests), for the stats
 	next    int64            // the offset after the last staged batch
 	maxTS   int64            // the largest staged MaxTimestamp
 	result  *stageResult
@@ -190,6 +191,7 @@ func (g *groupCommit) stageWrite(seg *segment.Segment, w *pendingWrite, appendSe
 		st.batches = append(st.batches, b)
 	}
 	st.writes++
+	st.calls += w.requests()
 	g.staging.Store(true)
 	st.next = w.lastOffset + 1
 	st.maxTS = max(st.maxTS, w.maxTimestamp)
@@ -240,7 +242,7 @@ func (l *Log) drainStage() error {
 		l.skipSeqs(writes)
 		return res.err
 	}
-	if err := l.publish(seg, st.data, st.batches, pos, writes, epochsOnDisk); err != nil {
+	if err := l.publish(seg, st.data, st.batches, pos, writes, st.calls, epochsOnDisk); err != nil {
 		res.err = err
 		return err
 	}
@@ -299,7 +301,7 @@ func (l *Log) removedByTruncation(t writeTicket) bool {
 func (st *writeStage) reset() {
 	st.seg, st.result = nil, nil
 	st.data, st.batches = st.data[:0], st.batches[:0]
-	st.writes = 0
+	st.writes, st.calls = 0, 0
 }
 
 // lockWriters takes appendMu for a change other than an append (close, truncation, retention,
