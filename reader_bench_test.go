@@ -92,70 +92,48 @@ func BenchmarkReaderDrain(b *testing.B) {
 				}
 				scanRate, scanCPU = report(b, n, benchMallocs()-m0, cpu0, false)
 			})
-			b.Run("read=reader", func(b *testing.B) {
-				b.SetBytes(total * benchRecBytes)
-				runtime.GC() // the fill's and the last line's garbage, outside the clock
-				b.ResetTimer()
-				m0 := benchMallocs()
-				cpu0, _ := processCPU()
-				n := 0
-				ctx, cancel := context.WithCancel(context.Background())
-				defer cancel()
-				for range b.N {
-					r, err := t.NewReader(ReaderConfig{Start: Earliest})
-					if err != nil {
-						b.Fatal(err)
-					}
-					next := int64(0)
-					for rec, err := range r.Records(ctx) {
+			// drain reads the topic from the start with a new Reader, through Records (owned
+			// records) or Scan (the zero-copy mode).
+			drain := func(zeroCopy bool) func(b *testing.B) {
+				return func(b *testing.B) {
+					b.SetBytes(total * benchRecBytes)
+					runtime.GC() // the fill's and the last line's garbage, outside the clock
+					b.ResetTimer()
+					m0 := benchMallocs()
+					cpu0, _ := processCPU()
+					n := 0
+					ctx, cancel := context.WithCancel(context.Background())
+					defer cancel()
+					for range b.N {
+						r, err := t.NewReader(ReaderConfig{Start: Earliest})
 						if err != nil {
 							b.Fatal(err)
 						}
-						check(b, next, rec)
-						next++
-						n++
-						if next == total {
-							break
+						records := r.Records
+						if zeroCopy {
+							records = r.Scan
 						}
-					}
-					if err := r.Close(); err != nil {
-						b.Fatal(err)
-					}
-				}
-				report(b, n, benchMallocs()-m0, cpu0, true)
-			})
-			b.Run("read=reader-scan", func(b *testing.B) {
-				b.SetBytes(total * benchRecBytes)
-				runtime.GC() // the fill's and the last line's garbage, outside the clock
-				b.ResetTimer()
-				m0 := benchMallocs()
-				cpu0, _ := processCPU()
-				n := 0
-				ctx, cancel := context.WithCancel(context.Background())
-				defer cancel()
-				for range b.N {
-					r, err := t.NewReader(ReaderConfig{Start: Earliest})
-					if err != nil {
-						b.Fatal(err)
-					}
-					next := int64(0)
-					for rec, err := range r.Scan(ctx) {
-						if err != nil {
+						next := int64(0)
+						for rec, err := range records(ctx) {
+							if err != nil {
+								b.Fatal(err)
+							}
+							check(b, next, rec)
+							next++
+							n++
+							if next == total {
+								break
+							}
+						}
+						if err := r.Close(); err != nil {
 							b.Fatal(err)
 						}
-						check(b, next, rec)
-						next++
-						n++
-						if next == total {
-							break
-						}
 					}
-					if err := r.Close(); err != nil {
-						b.Fatal(err)
-					}
+					report(b, n, benchMallocs()-m0, cpu0, true)
 				}
-				report(b, n, benchMallocs()-m0, cpu0, true)
-			})
+			}
+			b.Run("read=reader", drain(false))
+			b.Run("read=reader-scan", drain(true))
 			b.Run("read=readrecords", func(b *testing.B) {
 				b.SetBytes(total * benchRecBytes)
 				runtime.GC() // the fill's and the last line's garbage, outside the clock
