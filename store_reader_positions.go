@@ -242,6 +242,11 @@ func (s *Store) readPositions(name string) (map[string]map[int32]int64, error) {
 	if err != nil {
 		return nil, err
 	}
+	return positionOffsets(all), nil
+}
+
+// positionOffsets returns the offsets of committed positions, by topic and partition.
+func positionOffsets(all map[string]map[int32]committedPosition) map[string]map[int32]int64 {
 	out := make(map[string]map[int32]int64, len(all))
 	for topic, parts := range all {
 		out[topic] = make(map[int32]int64, len(parts))
@@ -249,7 +254,20 @@ func (s *Store) readPositions(name string) (map[string]map[int32]int64, error) {
 			out[topic][id] = c.offset
 		}
 	}
-	return out, nil
+	return out
+}
+
+// readPositionsFile reads the positions file at path: none when there is no file, the decoding's
+// or the file system's error otherwise (callers wrap it with ErrCorrupt and the reader's name).
+func readPositionsFile(fsy fsys.FS, path string) (map[string]map[int32]committedPosition, error) {
+	b, err := checkpoint.Read(fsy, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]map[int32]committedPosition{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decodePositions(b)
 }
 
 // readCommitted returns a named reader's committed positions, by topic and partition; none when
@@ -261,14 +279,7 @@ func (s *Store) readCommitted(name string) (map[string]map[int32]committedPositi
 		return nil, err
 	}
 	path := s.readerFile(name)
-	b, err := checkpoint.Read(s.o.fs, path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]map[int32]committedPosition{}, nil
-	}
-	var out map[string]map[int32]committedPosition
-	if err == nil {
-		out, err = decodePositions(b)
-	}
+	out, err := readPositionsFile(s.o.fs, path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: committed positions of reader %q (%s): %w; Store.DeleteReader(%q) resets them",
 			ErrCorrupt, name, path, err, name)

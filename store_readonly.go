@@ -359,25 +359,11 @@ func (s *ReadOnlyStore) CommittedPositions(name string) (map[string]map[int32]in
 		return nil, err
 	}
 	path := filepath.Join(s.dir, readerFilePrefix+name)
-	b, err := checkpoint.Read(s.o.fs, path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]map[int32]int64{}, nil
-	}
-	var all map[string]map[int32]committedPosition
-	if err == nil {
-		all, err = decodePositions(b)
-	}
+	all, err := readPositionsFile(s.o.fs, path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: committed positions of reader %q (%s): %w", ErrCorrupt, name, path, err)
 	}
-	out := make(map[string]map[int32]int64, len(all))
-	for topic, parts := range all {
-		out[topic] = make(map[int32]int64, len(parts))
-		for id, c := range parts {
-			out[topic][id] = c.offset
-		}
-	}
-	return out, nil
+	return positionOffsets(all), nil
 }
 
 // wait returns the channel the next refresh that sees a change closes.
