@@ -204,23 +204,34 @@ func (s *Store) ApplyRetentionAt(now time.Time) (int, error) {
 	return n, errors.Join(errs...)
 }
 
+// readTopicConfigs reads the topic configurations saved in the store folder dir: none when none
+// were saved; ErrCorrupt for a damaged file.
+func readTopicConfigs(fsy fsys.FS, dir string) (map[string]TopicConfig, error) {
+	path := filepath.Join(dir, topicsFileName)
+	b, err := checkpoint.Read(fsy, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]TopicConfig{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
+	}
+	configs, err := decodeTopicConfigs(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return configs, nil
+}
+
 // load reads the topic configurations and opens every topic's partitions.
 func (s *Store) load() error {
 	if err := checkpoint.CleanTemp(s.o.fs, s.dir, "commitlog-"); err != nil {
 		return err
 	}
-	s.configs = map[string]TopicConfig{}
-	path := filepath.Join(s.dir, topicsFileName)
-	b, err := checkpoint.Read(s.o.fs, path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
-	default:
-		if s.configs, err = decodeTopicConfigs(b); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
+	configs, err := readTopicConfigs(s.o.fs, s.dir)
+	if err != nil {
+		return err
 	}
+	s.configs = configs
 
 	entries, err := s.o.fs.ReadDir(s.dir)
 	if err != nil {

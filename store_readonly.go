@@ -3,7 +3,6 @@ package commitlog
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -11,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/commitlog-go/commitlog/internal/checkpoint"
 	"github.com/commitlog-go/commitlog/internal/fsys"
 )
 
@@ -248,19 +246,7 @@ func (s *ReadOnlyStore) Refresh() error {
 
 // readConfigs reads the topic configurations the writer saved; none when it never saved any.
 func (s *ReadOnlyStore) readConfigs() (map[string]TopicConfig, error) {
-	path := filepath.Join(s.dir, topicsFileName)
-	b, err := checkpoint.Read(s.o.fs, path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]TopicConfig{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
-	}
-	configs, err := decodeTopicConfigs(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return configs, nil
+	return readTopicConfigs(s.o.fs, s.dir)
 }
 
 // Topics returns the names of the store's topics as of the last look, sorted.
