@@ -55,6 +55,29 @@ func decodeOffsetCheckpoint(b []byte) (map[topicPartition]int64, error) {
 	return decodeOffsetCheckpointFile(cleanerCheckpointName, b)
 }
 
+// DecodeOffsetCheckpoint decodes b, the bytes of the file named name (for its errors), in the
+// format of Kafka's OffsetCheckpointFile, as a store keeps its log directory's
+// recovery-point-offset-checkpoint, log-start-offset-checkpoint and cleaner-offset-checkpoint:
+// the line "0", the number of entries, then "<topic> <partition> <offset>" per entry. It returns
+// the offsets by topic and partition. A version other than 0, a count that disagrees with the
+// lines, a bad topic name, partition or offset, a partition listed twice, or anything after the
+// last line is an error wrapping ErrCorrupt; the maps are sized by the lines present, never by
+// the count.
+func DecodeOffsetCheckpoint(name string, b []byte) (map[string]map[int32]int64, error) {
+	m, err := decodeOffsetCheckpointFile(name, b)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[int32]int64{}
+	for tp, off := range m {
+		if out[tp.topic] == nil {
+			out[tp.topic] = map[int32]int64{}
+		}
+		out[tp.topic][tp.partition] = off
+	}
+	return out, nil
+}
+
 // decodeOffsetCheckpointFile is decodeOffsetCheckpoint of the file named name (in its errors).
 func decodeOffsetCheckpointFile(name string, b []byte) (map[topicPartition]int64, error) {
 	bad := func(format string, args ...any) error {

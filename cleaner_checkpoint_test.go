@@ -72,3 +72,16 @@ func FuzzDecodeOffsetCheckpoint(f *testing.F) {
 		require.Equal(t, m, again)
 	})
 }
+
+// TestDecodeOffsetCheckpointExported: DecodeOffsetCheckpoint gives the offsets of Kafka's
+// OffsetCheckpointFile by topic and partition, and ErrCorrupt, naming the file, for bad bytes.
+func TestDecodeOffsetCheckpointExported(t *testing.T) {
+	b := []byte("0\n3\nevents 0 12\nevents 3 7\norders 1 0\n")
+	got, err := DecodeOffsetCheckpoint("recovery-point-offset-checkpoint", b)
+	require.NoError(t, err)
+	require.Equal(t, map[string]map[int32]int64{"events": {0: 12, 3: 7}, "orders": {1: 0}}, got)
+
+	_, err = DecodeOffsetCheckpoint("log-start-offset-checkpoint", []byte("0\n2\nevents 0 12\n"))
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorContains(t, err, "log-start-offset-checkpoint: count \"2\" for 1 entries")
+}

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/commitlog-go/commitlog"
 	"github.com/commitlog-go/commitlog/internal/checkpoint"
 	"github.com/commitlog-go/commitlog/internal/fsys"
 	"github.com/commitlog-go/commitlog/internal/producerstate"
@@ -134,8 +135,7 @@ const (
 
 // dirOffsets returns the offsets the checkpoint file name of log directory dir holds, by
 // partition folder ("<topic>-<partition>"): none when there is no such file. A file that does not
-// read as Kafka's format (a version line 0, a count line, that many "topic partition offset"
-// lines) is reported, once, and gives none.
+// read as Kafka's format (commitlog.DecodeOffsetCheckpoint) is reported, once, and gives none.
 func (v *verifier) dirOffsets(dir, name string) map[string]int64 {
 	path := filepath.Join(dir, name)
 	if got, ok := v.dirCheckpoints[path]; ok {
@@ -153,30 +153,15 @@ func (v *verifier) dirOffsets(dir, name string) map[string]int64 {
 		}
 		return out
 	}
-	bad := func(what string) map[string]int64 {
-		v.report(problem{file: path, offset: -1, what: "not Kafka's offset checkpoint format: " + what})
-		clear(out)
+	m, err := commitlog.DecodeOffsetCheckpoint(name, b)
+	if err != nil {
+		v.report(problem{file: path, offset: -1, what: "not Kafka's offset checkpoint format: " + err.Error()})
 		return out
 	}
-	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-	if len(lines) < 2 || lines[0] != "0" {
-		return bad("the first line is not the version 0")
-	}
-	n, err := strconv.Atoi(lines[1])
-	if err != nil || n < 0 || n != len(lines)-2 {
-		return bad(fmt.Sprintf("the count line %q does not give the %d entries that follow", lines[1], len(lines)-2))
-	}
-	for _, l := range lines[2:] {
-		f := strings.Fields(l)
-		if len(f) != 3 {
-			return bad(fmt.Sprintf("entry %q is not \"topic partition offset\"", l))
+	for topic, parts := range m {
+		for p, off := range parts {
+			out[topic+"-"+strconv.Itoa(int(p))] = off
 		}
-		p, perr := strconv.ParseInt(f[1], 10, 32)
-		off, oerr := strconv.ParseInt(f[2], 10, 64)
-		if perr != nil || oerr != nil || p < 0 || off < 0 {
-			return bad(fmt.Sprintf("entry %q has a bad partition or offset", l))
-		}
-		out[f[0]+"-"+f[1]] = off
 	}
 	return out
 }
