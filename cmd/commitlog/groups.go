@@ -519,6 +519,55 @@ func parseDatetime(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("--to-datetime %q: want YYYY-MM-DDTHH:mm:SS.sss (UTC unless a zone follows), RFC 3339, or epoch milliseconds", s)
 }
 
+// resetChange is one partition's reset: its committed position, when it has one, and the new one.
+type resetChange struct {
+	tp     commitlog.TopicPartition
+	topic  *commitlog.Topic
+	cur    int64
+	hasCur bool
+	off    int64
+}
+
+// resetPlan resolves specs (topics, each with its partitions or all of them) to each partition's
+// new position by resetTarget, against the committed positions: one change per partition (a
+// partition named twice counts once), sorted by topic and partition.
+func resetPlan(g *globals, s *commitlog.Store, specs []topicSpec, f *resetFlags, committed map[commitlog.TopicPartition]int64) ([]resetChange, error) {
+	var plan []resetChange
+	seen := map[commitlog.TopicPartition]bool{}
+	for _, spec := range specs {
+		t, err := topicOf(s, spec.topic)
+		if err != nil {
+			return nil, err
+		}
+		parts := spec.partitions
+		if parts == nil {
+			for id := range t.PartitionCount() {
+				parts = append(parts, id)
+			}
+		}
+		for _, id := range parts {
+			tp := commitlog.TopicPartition{Topic: t.Name(), Partition: id}
+			if seen[tp] {
+				continue
+			}
+			seen[tp] = true
+			cur, ok := committed[tp]
+			off, err := resetTarget(g, t, id, f, cur, ok)
+			if err != nil {
+				return nil, err
+			}
+			plan = append(plan, resetChange{tp: tp, topic: t, cur: cur, hasCur: ok, off: off})
+		}
+	}
+	slices.SortFunc(plan, func(a, b resetChange) int {
+		if c := strings.Compare(a.tp.Topic, b.tp.Topic); c != 0 {
+			return c
+		}
+		return int(a.tp.Partition - b.tp.Partition)
+	})
+	return plan, nil
+}
+
 // resetTarget returns the new position of partition id of t under f's target; cur is the
 // committed position (ok false: none). An offset outside the partition's log start offset and
 // high watermark is brought within them, saying so on standard error, as Kafka does.
@@ -627,38 +676,14 @@ func resetOffsets(ctx context.Context, g *globals, id string, f *resetFlags) err
 	for _, p := range d.Positions {
 		committed[commitlog.TopicPartition{Topic: p.Topic, Partition: p.Partition}] = p.Offset
 	}
-	positions := map[commitlog.TopicPartition]int64{}
-	var order []commitlog.TopicPartition
-	for _, spec := range specs {
-		t, err := topicOf(s, spec.topic)
-		if err != nil {
-			return err
-		}
-		parts := spec.partitions
-		if parts == nil {
-			for id := range t.PartitionCount() {
-				parts = append(parts, id)
-			}
-		}
-		for _, id := range parts {
-			tp := commitlog.TopicPartition{Topic: t.Name(), Partition: id}
-			cur, ok := committed[tp]
-			off, err := resetTarget(g, t, id, f, cur, ok)
-			if err != nil {
-				return err
-			}
-			if _, dup := positions[tp]; !dup {
-				order = append(order, tp)
-			}
-			positions[tp] = off
-		}
+	plan, err := resetPlan(g, s, specs, f, committed)
+	if err != nil {
+		return err
 	}
-	slices.SortFunc(order, func(a, b commitlog.TopicPartition) int {
-		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
-			return c
-		}
-		return int(a.Partition - b.Partition)
-	})
+	positions := make(map[commitlog.TopicPartition]int64, len(plan))
+	for _, c := range plan {
+		positions[c.tp] = c.off
+	}
 
 	if f.execute {
 		if err := s.SetGroupPositions(ctx, id, positions); err != nil {
@@ -670,8 +695,8 @@ func resetOffsets(ctx context.Context, g *globals, id string, f *resetFlags) err
 	}
 	w := tabwriter.NewWriter(g.io.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "GROUP\tTOPIC\tPARTITION\tNEW-OFFSET")
-	for _, tp := range order {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\n", id, tp.Topic, tp.Partition, positions[tp])
+	for _, c := range plan {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\n", id, c.tp.Topic, c.tp.Partition, c.off)
 	}
 	if err := w.Flush(); err != nil {
 		return err

@@ -107,47 +107,16 @@ func resetReader(ctx context.Context, g *globals, name string, f *resetFlags) er
 			specs = append(specs, topicSpec{topic: topic})
 		}
 	}
-	type change struct {
-		tp       commitlog.TopicPartition
-		cur      int64 // -1: none
-		off      int64
-		hasCur   bool
-		topicPtr *commitlog.Topic
-	}
-	var plan []change
-	seen := map[commitlog.TopicPartition]int{}
-	for _, spec := range specs {
-		t, err := topicOf(s, spec.topic)
-		if err != nil {
-			return err
-		}
-		parts := spec.partitions
-		if parts == nil {
-			for id := range t.PartitionCount() {
-				parts = append(parts, id)
-			}
-		}
-		for _, id := range parts {
-			cur, ok := committed[t.Name()][id]
-			off, err := resetTarget(g, t, id, f, cur, ok)
-			if err != nil {
-				return err
-			}
-			c := change{tp: commitlog.TopicPartition{Topic: t.Name(), Partition: id}, cur: cur, off: off, hasCur: ok, topicPtr: t}
-			if i, dup := seen[c.tp]; dup {
-				plan[i] = c
-				continue
-			}
-			seen[c.tp] = len(plan)
-			plan = append(plan, c)
+	current := map[commitlog.TopicPartition]int64{}
+	for topic, parts := range committed {
+		for id, off := range parts {
+			current[commitlog.TopicPartition{Topic: topic, Partition: id}] = off
 		}
 	}
-	slices.SortFunc(plan, func(a, b change) int {
-		if c := strings.Compare(a.tp.Topic, b.tp.Topic); c != 0 {
-			return c
-		}
-		return int(a.tp.Partition - b.tp.Partition)
-	})
+	plan, err := resetPlan(g, s, specs, f, current)
+	if err != nil {
+		return err
+	}
 
 	if f.execute {
 		// One reader per topic, of the partitions reset, sought and committed.
@@ -157,7 +126,7 @@ func resetReader(ctx context.Context, g *globals, name string, f *resetFlags) er
 			for ; j < len(plan) && plan[j].tp.Topic == plan[i].tp.Topic; j++ {
 				ids = append(ids, plan[j].tp.Partition)
 			}
-			r, err := plan[i].topicPtr.NewReader(commitlog.ReaderConfig{Name: name, Partitions: ids,
+			r, err := plan[i].topic.NewReader(commitlog.ReaderConfig{Name: name, Partitions: ids,
 				Start: commitlog.Earliest, Reset: commitlog.ResetEarliest})
 			if errors.Is(err, commitlog.ErrInvalidReaderName) {
 				return usageError("%s", oneLine(err.Error()))
