@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"sync"
@@ -121,4 +123,97 @@ func (g *groupSyncLog) Get(int64) ([]byte, []byte, error) {
 
 func (g *groupSyncLog) Close() error {
 	return errors.Join(g.Sync(), g.f.Close())
+}
+
+// groupSyncFiles is the producers workload's partition count for the groupsync-4 baseline: the
+// same as commitlog-Topic's topic, so both are bound by one fsync per file per group.
+const groupSyncFiles = producerPartitions
+
+// groupSyncPartitionedSystem is the group-commit baseline spread over as many files as the
+// producers workload's topic has partitions: each append goes to the file its key hashes to and
+// waits for that file's group fsync, as a Topic.Append waits for its partition's. It is the
+// ceiling of per-file group commit on this machine: what a log that fsyncs each partition's file
+// can reach with the same writers and the same spread of keys.
+func groupSyncPartitionedSystem() *System {
+	return &System{
+		Name:    "groupsync-4",
+		Kind:    KindBaseline,
+		Version: "bufio.Writer + fdatasync (golang.org/x/sys/unix), one per file",
+		Config: fmt.Sprintf("%d files, each a groupsync log (length-prefixed frames, its own group fdatasync); an append goes to the file of its key's FNV-1a hash mod %d",
+			groupSyncFiles, groupSyncFiles),
+		Named:      []string{"producers"},
+		Persistent: true,
+		Open: func(dir string, o Options) (Log, error) {
+			if !o.Durable {
+				return nil, errors.New("the groupsync-4 baseline has only a durable mode")
+			}
+			p := &groupSyncPartitioned{}
+			for i := range p.files {
+				f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("groupsync-%d", i)), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+				if err != nil {
+					return nil, errors.Join(err, p.Close())
+				}
+				p.files[i] = &groupSyncLog{f: f, w: bufio.NewWriterSize(f, 64<<10)}
+			}
+			return p, nil
+		},
+	}
+}
+
+// groupSyncPartitioned is groupSyncFiles group-commit logs, an append going to one of them by
+// its first record's key.
+type groupSyncPartitioned struct {
+	files [groupSyncFiles]*groupSyncLog
+}
+
+// file returns the log the records keyed key go to.
+func (p *groupSyncPartitioned) file(key []byte) *groupSyncLog {
+	h := fnv.New32a()
+	h.Write(key)
+	return p.files[h.Sum32()%groupSyncFiles]
+}
+
+func (p *groupSyncPartitioned) Append(recs []Rec) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	return p.file(recs[0].Key).Append(recs)
+}
+
+func (p *groupSyncPartitioned) Sync() error {
+	var errs []error
+	for _, f := range p.files {
+		errs = append(errs, f.Sync())
+	}
+	return errors.Join(errs...)
+}
+
+func (p *groupSyncPartitioned) Count() (int64, error) {
+	var n int64
+	for _, f := range p.files {
+		c, err := f.Count()
+		if err != nil {
+			return 0, err
+		}
+		n += c
+	}
+	return n, nil
+}
+
+func (p *groupSyncPartitioned) Scan(func(int64, []byte, []byte) error) error {
+	return errors.New("the groupsync-4 baseline is write-only")
+}
+
+func (p *groupSyncPartitioned) Get(int64) ([]byte, []byte, error) {
+	return nil, nil, errors.New("the groupsync-4 baseline is write-only")
+}
+
+func (p *groupSyncPartitioned) Close() error {
+	var errs []error
+	for _, f := range p.files {
+		if f != nil {
+			errs = append(errs, f.Close())
+		}
+	}
+	return errors.Join(errs...)
 }

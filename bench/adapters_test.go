@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"testing"
@@ -150,49 +151,69 @@ func TestFlightLine(t *testing.T) {
 	}
 }
 
-// The groupsync baseline holds, after its durable appends from many goroutines, exactly the
-// records it acknowledged, each once, as length-prefixed frames.
+// The groupsync baselines hold, after their durable appends from many goroutines, exactly the
+// records they acknowledged, each once, as length-prefixed frames; groupsync-4 holds each in the
+// file its key hashes to.
 func TestGroupSyncFile(t *testing.T) {
-	s, err := systemByName("groupsync")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	res, err := runDurable(s, dir, 8, 50e6)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "groupsync"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gen := NewGen(100)
-	seen := map[int64]bool{}
-	for len(b) > 0 {
-		if len(b) < 4 || len(b)-4 < int(binary.BigEndian.Uint32(b)) {
-			t.Fatalf("torn frame after %d records", len(seen))
-		}
-		n := int(binary.BigEndian.Uint32(b))
-		k, v, err := SplitFrame(b[4 : 4+n])
-		if err != nil {
-			t.Fatal(err)
-		}
-		i := int64(binary.BigEndian.Uint64(k))
-		if err := gen.Check(i, k, v); err != nil {
-			t.Fatal(err)
-		}
-		if seen[i] {
-			t.Fatalf("record %d twice", i)
-		}
-		seen[i] = true
-		b = b[4+n:]
-	}
-	if int64(len(seen)) != res.Records || res.Records == 0 {
-		t.Fatalf("file holds %d records, %d acknowledged", len(seen), res.Records)
-	}
-	for i := range res.Records {
-		if !seen[i] {
-			t.Fatalf("record %d acknowledged, not in the file", i)
-		}
+	for _, tc := range []struct {
+		system string
+		files  []string
+	}{
+		{"groupsync", []string{"groupsync"}},
+		{"groupsync-4", []string{"groupsync-0", "groupsync-1", "groupsync-2", "groupsync-3"}},
+	} {
+		t.Run(tc.system, func(t *testing.T) {
+			s, err := systemByName(tc.system)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			res, err := runDurable(s, dir, 8, 50e6)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gen := NewGen(100)
+			seen := map[int64]bool{}
+			for fi, name := range tc.files {
+				b, err := os.ReadFile(filepath.Join(dir, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for len(b) > 0 {
+					if len(b) < 4 || len(b)-4 < int(binary.BigEndian.Uint32(b)) {
+						t.Fatalf("%s: torn frame after %d records", name, len(seen))
+					}
+					n := int(binary.BigEndian.Uint32(b))
+					k, v, err := SplitFrame(b[4 : 4+n])
+					if err != nil {
+						t.Fatal(err)
+					}
+					i := int64(binary.BigEndian.Uint64(k))
+					if err := gen.Check(i, k, v); err != nil {
+						t.Fatal(err)
+					}
+					if len(tc.files) > 1 {
+						h := fnv.New32a()
+						h.Write(k)
+						if got := int(h.Sum32() % uint32(len(tc.files))); got != fi {
+							t.Fatalf("record %d in %s, its key hashes to file %d", i, name, got)
+						}
+					}
+					if seen[i] {
+						t.Fatalf("record %d twice", i)
+					}
+					seen[i] = true
+					b = b[4+n:]
+				}
+			}
+			if int64(len(seen)) != res.Records || res.Records == 0 {
+				t.Fatalf("files hold %d records, %d acknowledged", len(seen), res.Records)
+			}
+			for i := range res.Records {
+				if !seen[i] {
+					t.Fatalf("record %d acknowledged, not in the files", i)
+				}
+			}
+		})
 	}
 }

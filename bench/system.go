@@ -140,6 +140,7 @@ func allSystems() []*System {
 		memmoveSystem(),
 		fdatasyncSystem(),
 		groupSyncSystem(),
+		groupSyncPartitionedSystem(),
 	}
 }
 

@@ -81,6 +81,7 @@ func TestSystemTakes(t *testing.T) {
 		{"commitlog-Reader", "reader", "a,d,e,producers"},
 		{"commitlog-Topic", "producers,scale", "a,c,e,s,reader"},
 		{"groupsync", "producers", "a,c,d,e,s"},
+		{"groupsync-4", "producers", "a,c,d,e,s,reader,scale"},
 		{"bufio", "a,d,reader", "c,producers"},
 		{"fdatasync", "c,producers", "a,reader"},
 	} {

@@ -156,8 +156,8 @@ func producersWorkload(p Params) Workload {
 		Title: fmt.Sprintf("(producers) durable single-record Topic.Append for %s, %d partitions, 100-byte values", p.Duration, producerPartitions),
 		Meaning: fmt.Sprintf("Writers loop for a fixed time, each call appending one record and returning once it is durable, as (c). "+
 			"commitlog-Topic is the application's path: Topic.Append(ctx, rec) on a topic of %d partitions of a Store opened with its defaults (SyncAlways: fsync before the acknowledgement, appends that wait together share one fsync), keys spread by the default partitioner. "+
-			"commitlog is the engine's group commit: a Log opened on its own with SyncAlways. groupsync is a bufio.Writer and fdatasync shared by whoever waits (see Systems); fdatasync one pwrite and one fdatasync per append; the peers are in their fsync-every-write modes. "+
-			"× is records/s over commitlog's (Log). CPU µs/record is the process's user and system time per record.", producerPartitions)}
+			"commitlog is the engine's group commit: a Log opened on its own with SyncAlways. groupsync is a bufio.Writer and fdatasync shared by whoever waits (see Systems), groupsync-4 the same on %d files, each append going to the file its key hashes to: the ceiling of one group fsync per partition file, as Topic.Append has; fdatasync one pwrite and one fdatasync per append; the peers are in their fsync-every-write modes. "+
+			"× is records/s over commitlog's (Log). CPU µs/record is the process's user and system time per record.", producerPartitions, groupSyncFiles)}
 	for _, g := range p.ProducerGoroutines {
 		title := fmt.Sprintf("%d goroutines", g)
 		if g == 1 {
