@@ -385,23 +385,17 @@ func (r *Reader) pollLocked(borrow bool) (*Record, error) {
 		return nil, ErrClosed
 	}
 	n := len(r.parts)
-	for i := range n {
-		idx := (r.cursor + i) % n
+	for i, idx := 0, r.cursor; i < n; i++ {
 		rp := r.parts[idx]
-		for {
-			if err := r.validate(rp); err != nil {
+		// A record buffered, its position checked and the log not truncated since: nothing to
+		// validate or fetch (the common case of a drain, a handful of loads under mu).
+		if !rp.buffered() || rp.validate || rp.truncGen != rp.p.log.truncGen.Load() {
+			if err := r.ready(rp, borrow); err != nil {
 				return nil, err
 			}
-			if !rp.buffered() {
-				if err := r.fetch(rp, borrow); err != nil {
-					return nil, err
-				}
-			}
-			// A truncation while fetching may have left records of either history: look
-			// again (validate drops them).
-			if rp.truncGen == rp.p.log.truncGen.Load() {
-				break
-			}
+		}
+		if idx++; idx == n {
+			idx = 0
 		}
 		if rp.buffered() {
 			rec := &rp.recs[rp.next]
@@ -413,11 +407,31 @@ func (r *Reader) pollLocked(borrow bool) (*Record, error) {
 			if !rp.buffered() {
 				rp.drop()
 			}
-			r.cursor = (idx + 1) % n
+			r.cursor = idx
 			return rec, nil
 		}
 	}
 	return nil, nil
+}
+
+// ready validates rp's position and fetches its next records when none is buffered, again
+// until no truncation of the log overtook the fetch. Callers hold mu.
+func (r *Reader) ready(rp *readerPartition, borrow bool) error {
+	for {
+		if err := r.validate(rp); err != nil {
+			return err
+		}
+		if !rp.buffered() {
+			if err := r.fetch(rp, borrow); err != nil {
+				return err
+			}
+		}
+		// A truncation while fetching may have left records of either history: look again
+		// (validate drops them).
+		if rp.truncGen == rp.p.log.truncGen.Load() {
+			return nil
+		}
+	}
 }
 
 // fetch reads the next records of rp into its buffer, applying the reset policy when its
