@@ -153,8 +153,10 @@ func (o *ownedDecode) decode(batches []byte, from int64) ([]Record, error) {
 			if o.epochs != nil {
 				*o.epochs = append(*o.epochs, h.PartitionLeaderEpoch)
 			}
-			taken += len(r.Key) + len(r.Value)
-			full = o.maxBytes > 0 && taken >= o.maxBytes
+			if o.maxBytes > 0 {
+				taken += len(r.Key) + len(r.Value)
+				full = taken >= o.maxBytes
+			}
 			return !full
 		})
 		if err != nil {
