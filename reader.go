@@ -145,6 +145,10 @@ type Reader struct {
 	// gives it to the records it decodes (they alias it) and the next fetch makes another; a
 	// smaller one copies its batches out and keeps it.
 	scratch []byte
+	// scanDec is the decoder of Scan's fetches, kept from one chunk (see scanChunk) to the next
+	// with its decompressors and buffer, one for all partitions: the records of compressed
+	// batches are copied out of its buffer.
+	scanDec *recordbatch.Decoder
 }
 
 type readerPartition struct {
@@ -171,10 +175,8 @@ type readerPartition struct {
 	spareRecs []Record
 	spareData []byte
 	// raw are the batches of the last read of Scan (in spareData) not decoded yet: those after
-	// the records in recs, from pos on once recs are all returned. scanDec is Scan's decoder,
-	// kept with its decompression buffer.
-	raw     []byte
-	scanDec *recordbatch.Decoder
+	// the records in recs, from pos on once recs are all returned.
+	raw []byte
 }
 
 // buffered reports whether rp holds fetched records not returned yet.
@@ -528,10 +530,10 @@ func (r *Reader) fetch(rp *readerPartition, borrow bool) error {
 		dec := ownedDecode{topic: rp.p.Topic(), partition: rp.p.id,
 			maxDecompressed: rp.p.log.conf().readDecompressLimit(), epochs: &rp.epochs}
 		if borrow {
-			if rp.scanDec == nil {
-				rp.scanDec = new(recordbatch.Decoder)
+			if r.scanDec == nil {
+				r.scanDec = new(recordbatch.Decoder)
 			}
-			dec.reuse, dec.chunk, dec.dec = rp.spareRecs, scanChunk, rp.scanDec
+			dec.reuse, dec.chunk, dec.dec = rp.spareRecs, scanChunk, r.scanDec
 		}
 		rp.epochs = rp.epochs[:0]
 		recs, err := dec.decode(b, rp.pos)
