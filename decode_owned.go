@@ -35,6 +35,15 @@ type ownedDecode struct {
 	// reuse, when large enough, is the slab to decode into, its records overwritten: a
 	// zero-copy reader's (Reader.Scan) records of its last fetch, all dead.
 	reuse []Record
+	// chunk, when positive, stops the decode at the end of the first batch that brings the
+	// records taken to chunk or more: a zero-copy reader decodes its fetch a few batches at a
+	// time, so that its slab stays small enough to be read back from the CPU's cache. used is
+	// then set to the bytes of batches the decode went through.
+	chunk int
+	used  int
+	// dec, when not nil, is the decoder to use (and its decompression buffer): a zero-copy
+	// reader's, kept from one chunk to the next.
+	dec *recordbatch.Decoder
 }
 
 // decode returns the records at or after from in batches (back to back, each CRC-checked by the
@@ -57,6 +66,9 @@ func (o *ownedDecode) decode(batches []byte, from int64) ([]Record, error) {
 			n += min(max(int(h.RecordCount), 0), room/minRecordSize)
 		}
 		pos += h.Size()
+		if o.chunk > 0 && n >= o.chunk {
+			break
+		}
 	}
 	if o.maxBytes > 0 {
 		// A record taken adds its key and value to the total: past maxBytes of them, the
@@ -64,6 +76,7 @@ func (o *ownedDecode) decode(batches []byte, from int64) ([]Record, error) {
 		n = min(n, o.maxBytes+1)
 	}
 	if n == 0 {
+		o.used = len(batches)
 		return nil, o.check(batches, from)
 	}
 	var recs []Record
@@ -72,7 +85,11 @@ func (o *ownedDecode) decode(batches []byte, from int64) ([]Record, error) {
 	} else {
 		recs = make([]Record, 0, n)
 	}
-	dec := recordbatch.Decoder{Limits: recordbatch.Limits{MaxBatchSize: -1, MaxDecompressedSize: o.maxDecompressed}}
+	dec := o.dec
+	if dec == nil {
+		dec = &recordbatch.Decoder{}
+	}
+	dec.Limits = recordbatch.Limits{MaxBatchSize: -1, MaxDecompressedSize: o.maxDecompressed}
 	var (
 		hdrs     []Header
 		lastTS   = int64(-1 << 63)
@@ -80,7 +97,9 @@ func (o *ownedDecode) decode(batches []byte, from int64) ([]Record, error) {
 		taken    int
 		full     bool
 	)
-	for pos := 0; pos < len(batches) && !full; {
+	pos := 0
+	defer func() { o.used = pos }()
+	for pos < len(batches) && !full && (o.chunk <= 0 || len(recs) < o.chunk) {
 		h, err := recordbatch.ParseHeader(batches[pos:], 0)
 		if err != nil || h.Size() > len(batches)-pos {
 			return recs, fmt.Errorf("%w: batch at byte %d: %w", ErrCorrupt, pos, errors.Join(err, recordbatch.ErrShort))
@@ -134,8 +153,10 @@ func (o *ownedDecode) decode(batches []byte, from int64) ([]Record, error) {
 			if o.epochs != nil {
 				*o.epochs = append(*o.epochs, h.PartitionLeaderEpoch)
 			}
-			taken += len(r.Key) + len(r.Value)
-			full = o.maxBytes > 0 && taken >= o.maxBytes
+			if o.maxBytes > 0 {
+				taken += len(r.Key) + len(r.Value)
+				full = taken >= o.maxBytes
+			}
 			return !full
 		})
 		if err != nil {

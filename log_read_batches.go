@@ -248,7 +248,11 @@ func (l *Log) isClosed() bool {
 // records: uncompressed batches' keys, values and header values are not copied but point into
 // the buffer the batches were read into, which the records own, so that a record kept alive keeps
 // that read's bytes alive (up to maxBytes, or a copy the size of the batches when they fill less
-// than half the buffer). That is three allocations a read, not three a batch or a record.
+// than half the buffer). That is three allocations a read, not three a batch or a record, but
+// about 270 bytes of new memory a record of 116 bytes of key and value (the slab, the bytes, the
+// slice of pointers), and with a small live heap a garbage collection about every 1 MiB read:
+// as for Reader.Records, that, not the decode, is what a drain with ReadRecords costs over Scan,
+// which reuses one record and its buffer.
 func (l *Log) ReadRecords(offset int64, maxBytes int) ([]*Record, error) {
 	return l.readRecords(offset, maxBytes, -1, l.ReadBatches, "", 0)
 }

@@ -119,6 +119,12 @@ type ReaderConfig struct {
 // one. Control batches (transaction markers) are skipped, their offsets passed over, as Kafka's
 // consumers do. A Reader is safe for concurrent use, though one goroutine calling Next is the
 // natural shape.
+//
+// Records and Next hand out records the caller owns, valid for as long as it keeps them; Scan
+// hands out records valid for one loop turn, and reads at about Partition.Scan's rate (the
+// lock and checks of each record apart). The owned records cost about 260 bytes of new memory
+// each, and with them the garbage collections that reclaim it, which makes Records several times
+// slower than Scan in a process with a small heap: see Records for the figures and why.
 type Reader struct {
 	topic *Topic
 	cfg   ReaderConfig
@@ -139,6 +145,10 @@ type Reader struct {
 	// gives it to the records it decodes (they alias it) and the next fetch makes another; a
 	// smaller one copies its batches out and keeps it.
 	scratch []byte
+	// scanDec is the decoder of Scan's fetches, kept from one chunk (see scanChunk) to the next
+	// with its decompressors and buffer, one for all partitions: the records of compressed
+	// batches are copied out of its buffer.
+	scanDec *recordbatch.Decoder
 }
 
 type readerPartition struct {
@@ -164,14 +174,24 @@ type readerPartition struct {
 	borrowed  bool
 	spareRecs []Record
 	spareData []byte
+	// raw are the batches of the last read of Scan (in spareData) not decoded yet: those after
+	// the records in recs, from pos on once recs are all returned.
+	raw []byte
 }
 
 // buffered reports whether rp holds fetched records not returned yet.
 func (rp *readerPartition) buffered() bool { return rp.next < len(rp.recs) }
 
-// drop forgets the records fetched and not returned. The slab stays with the records returned
-// from it, which are the caller's.
+// drop forgets the records fetched and not returned, and the batches of Scan's read not decoded
+// yet. The slab stays with the records returned from it, which are the caller's.
 func (rp *readerPartition) drop() {
+	rp.release()
+	rp.raw = nil
+}
+
+// release lets go of the slab of records decoded, all returned: the next fetch decodes rp.raw,
+// or reads.
+func (rp *readerPartition) release() {
 	rp.recs, rp.next, rp.epochs, rp.borrowed = nil, 0, rp.epochs[:0], false
 }
 
@@ -321,22 +341,22 @@ func (r *Reader) next(ctx context.Context, borrow bool) (*Record, error) {
 // Cost: each fetch (up to MaxBytes from one partition) is decoded once into one slab of
 // Records, and the records' keys, values and header values point into the fetch's buffer rather
 // than being copied (but for compressed batches, copied out of the decompression buffer), so
-// that a fetch allocates a slab, its buffer and its headers, whatever its number of records.
-// What remains is that every record is the caller's: the slab (about 130 bytes a record) and the
-// buffer (the record's bytes as stored) are new for each fetch, about 250 bytes a record of
-// 116 bytes of key and value, which the garbage collector must sweep. With a small live heap
-// the collector then runs every few megabytes of records, and that, not the decode, is most of
-// what Records costs over Scan. A record kept alive keeps its whole fetch (slab and buffer)
-// alive. Scan reuses both.
+// that a fetch allocates a slab, its buffer and its headers, whatever its number of records, and
+// a record is taken from the slab under the reader's lock with a few checks. What remains is that
+// every record is the caller's, and valid after the next fetch: the slab (128 bytes a Record) and
+// the buffer (the record's bytes as stored) are new memory for each fetch, about 260 bytes a
+// record of 116 bytes of key and value (BenchmarkReaderDrainInterleaved's B/record), which the
+// garbage collector must then reclaim. A collection runs each time the heap grows by GOGC
+// percent of the live heap (at least 4 MB): with a small live heap that is about once a 1 MiB
+// fetch (85 collections a million such records), and those collections, not the decode, are most
+// of what Records costs over Scan: drained from the file store by a process of a few MB, Records
+// reads at about 0.25 to 0.35 times Partition.Scan's rate under GOGC=100, 0.4 times under
+// GOGC=400, 0.5 times with the collector off (GOGC=off with a GOMEMLIMIT), the rest being the
+// writing of 260 new bytes a record. A larger live heap, GOGC or GOMEMLIMIT spaces collections
+// out; Scan, which reuses its slab and buffer, allocates nothing. A record kept alive keeps its
+// whole fetch (slab and buffer) alive.
 func (r *Reader) Records(ctx context.Context) iter.Seq2[*Record, error] {
-	return func(yield func(*Record, error) bool) {
-		for {
-			rec, err := r.Next(ctx)
-			if !yield(rec, err) || err != nil {
-				return
-			}
-		}
-	}
+	return r.records(ctx, false)
 }
 
 // Scan returns an iterator over the records Next would return, blocking and ending as Records
@@ -346,21 +366,60 @@ func (r *Reader) Records(ctx context.Context) iter.Seq2[*Record, error] {
 // to, are valid only until the loop body returns: a later fetch of the partition in Scan reuses
 // them. Copy what you keep, or use Records.
 //
-// Each partition keeps the buffer and the Record slab of its last fetch in Scan (up to MaxBytes
-// and the records decoded from it) for the next one, so that, once they have grown, a drain
-// allocates nothing per record or per fetch (but for compressed batches and headers, which are
-// copied out at each fetch). Records fetched in Scan and returned by Next (or Records) are
-// copied first, so mixing the two is safe; two goroutines scanning one reader at once are not:
-// one's fetch may reuse the bytes of the record the other holds.
+// Each partition keeps the buffer and the Record slab of its last fetch in Scan for the next
+// one, so that, once they have grown, a drain allocates nothing per record or per fetch (but for
+// compressed batches and headers, which are copied out at each fetch). A fetch (up to MaxBytes)
+// is decoded scanChunk (256) records at a time, never splitting a batch, so that the slab stays
+// in the CPU's cache between its decode and the loop body's reads, as Log.Scan's one record
+// does; each record is then taken under the reader's lock with a few checks, which keeps
+// positions, Seek, Commit and Close from other goroutines exact at every record. Records fetched
+// in Scan and returned by Next (or Records) are copied first, so mixing the two is safe; two
+// goroutines scanning one reader at once are not: one's fetch may reuse the bytes of the record
+// the other holds.
 func (r *Reader) Scan(ctx context.Context) iter.Seq2[*Record, error] {
+	return r.records(ctx, true)
+}
+
+// records is Records, or with borrow Scan: each record taken by take when it can, by next
+// otherwise.
+func (r *Reader) records(ctx context.Context, borrow bool) iter.Seq2[*Record, error] {
 	return func(yield func(*Record, error) bool) {
 		for {
-			rec, err := r.next(ctx, true)
+			r.mu.Lock()
+			rec := r.take(borrow)
+			r.mu.Unlock()
+			var err error
+			if rec == nil {
+				rec, err = r.next(ctx, borrow)
+			}
 			if !yield(rec, err) || err != nil {
 				return
 			}
 		}
 	}
+}
+
+// take returns the next record of the partition in turn when pollLocked would return it with
+// nothing to check, fetch, copy or release: it is buffered and not the partition's last, the
+// position needs no validation, the log was not truncated since the fetch, and with !borrow the
+// records are not Scan's. Otherwise nil, and next does the rest. It is the loop of a drain, a
+// few loads and stores under mu. Callers hold mu.
+func (r *Reader) take(borrow bool) *Record {
+	if r.closed || r.cursor >= len(r.parts) {
+		return nil
+	}
+	rp := r.parts[r.cursor]
+	i := rp.next
+	if i >= len(rp.recs)-1 || i >= len(rp.epochs) || rp.validate || (rp.borrowed && !borrow) ||
+		rp.truncGen != rp.p.log.truncGen.Load() || r.topic.isClosed() {
+		return nil
+	}
+	rec := &rp.recs[i]
+	rp.pos, rp.epoch, rp.next = rec.Offset+1, rp.epochs[i], i+1
+	if r.cursor++; r.cursor == len(r.parts) {
+		r.cursor = 0
+	}
+	return rec
 }
 
 // poll returns a buffered record, fetching from the partitions in turn when none is buffered;
@@ -385,23 +444,17 @@ func (r *Reader) pollLocked(borrow bool) (*Record, error) {
 		return nil, ErrClosed
 	}
 	n := len(r.parts)
-	for i := range n {
-		idx := (r.cursor + i) % n
+	for i, idx := 0, r.cursor; i < n; i++ {
 		rp := r.parts[idx]
-		for {
-			if err := r.validate(rp); err != nil {
+		// A record buffered, its position checked and the log not truncated since: nothing to
+		// validate or fetch (the common case of a drain, a handful of loads under mu).
+		if !rp.buffered() || rp.validate || rp.truncGen != rp.p.log.truncGen.Load() {
+			if err := r.ready(rp, borrow); err != nil {
 				return nil, err
 			}
-			if !rp.buffered() {
-				if err := r.fetch(rp, borrow); err != nil {
-					return nil, err
-				}
-			}
-			// A truncation while fetching may have left records of either history: look
-			// again (validate drops them).
-			if rp.truncGen == rp.p.log.truncGen.Load() {
-				break
-			}
+		}
+		if idx++; idx == n {
+			idx = 0
 		}
 		if rp.buffered() {
 			rec := &rp.recs[rp.next]
@@ -411,65 +464,76 @@ func (r *Reader) pollLocked(borrow bool) (*Record, error) {
 				rec = cloneRecord(rec) // its slab is Scan's, to be reused
 			}
 			if !rp.buffered() {
-				rp.drop()
+				rp.release()
 			}
-			r.cursor = (idx + 1) % n
+			r.cursor = idx
 			return rec, nil
 		}
 	}
 	return nil, nil
 }
 
-// fetch reads the next records of rp into its buffer, applying the reset policy when its
-// position is out of range; with borrow (Scan), into rp's spare buffer and slab. Callers hold
-// mu.
-func (r *Reader) fetch(rp *readerPartition, borrow bool) error {
-	for attempt := 0; ; attempt++ {
-		end := r.end(rp.p)
-		if rp.pos == end || (r.cfg.Isolation == ReadCommitted && rp.pos > end && rp.pos <= rp.p.HighWatermark()) {
+// ready validates rp's position and fetches its next records when none is buffered, again
+// until no truncation of the log overtook the fetch. Callers hold mu.
+func (r *Reader) ready(rp *readerPartition, borrow bool) error {
+	for {
+		if err := r.validate(rp); err != nil {
+			return err
+		}
+		if !rp.buffered() {
+			if err := r.fetch(rp, borrow); err != nil {
+				return err
+			}
+		}
+		// A truncation while fetching may have left records of either history: look again
+		// (validate drops them).
+		if rp.truncGen == rp.p.log.truncGen.Load() {
 			return nil
 		}
-		// Scan's fetches read into the partition's own buffer, grown by the reads to what they
-		// need (a partition tailed a record at a time keeps a small one); the others into the
-		// reader's, made MaxBytes at once.
-		dst := &rp.spareData
-		if !borrow {
-			if dst = &r.scratch; *dst == nil {
-				*dst = make([]byte, 0, r.cfg.MaxBytes)
+	}
+}
+
+// scanChunk is how many records a fetch of Scan decodes at a time (a batch is never split): the
+// rest of its batches wait undecoded in the partition's buffer, so that the slab the records are
+// decoded into (about 130 bytes a record) is read back from the CPU's cache rather than from
+// memory, as Log.Scan's one record is.
+const scanChunk = 256
+
+// fetch reads the next records of rp into its buffer, applying the reset policy when its
+// position is out of range; with borrow (Scan), into rp's spare buffer and slab, decoding
+// scanChunk records at a time: the batches read and not decoded yet wait in rp.raw, and are
+// decoded before the next read. Callers hold mu.
+func (r *Reader) fetch(rp *readerPartition, borrow bool) error {
+	for attempt := 0; ; attempt++ {
+		var b []byte
+		handed := false
+		if borrow && len(rp.raw) > 0 {
+			b, rp.raw = rp.raw, nil // batches of the last read of Scan, read from rp.pos on
+		} else {
+			rp.raw = nil // Next reads anew, into its own buffer
+			var err error
+			if b, handed, err = r.read(rp, borrow); err != nil {
+				if errors.Is(err, ErrOffsetOutOfRange) && attempt == 0 && r.cfg.Reset != ResetNone {
+					from := rp.pos
+					if r.cfg.Reset == ResetEarliest {
+						rp.setPosition(rp.p.LogStartOffset())
+					} else {
+						rp.setPosition(r.end(rp.p))
+					}
+					rp.p.log.logger.Info("reader position out of range; reset", "reader", r.cfg.Name,
+						"topic", rp.p.Topic(), "partition", rp.p.id, "from", from, "to", rp.pos)
+					continue
+				}
+				return fmt.Errorf("topic %s partition %d position %d: %w", rp.p.Topic(), rp.p.id, rp.pos, err)
 			}
-		}
-		b, err := rp.p.ReadBatches((*dst)[:0], rp.pos, r.cfg.MaxBytes)
-		if cap(b) > cap(*dst) {
-			*dst = b[:0] // grown for a batch larger than MaxBytes
-		}
-		if err == nil && r.cfg.Isolation == ReadCommitted {
-			b, err = r.committedOnly(rp, b, end)
-		}
-		if errors.Is(err, ErrOffsetOutOfRange) && attempt == 0 && r.cfg.Reset != ResetNone {
-			from := rp.pos
-			if r.cfg.Reset == ResetEarliest {
-				rp.setPosition(rp.p.LogStartOffset())
-			} else {
-				rp.setPosition(r.end(rp.p))
-			}
-			rp.p.log.logger.Info("reader position out of range; reset", "reader", r.cfg.Name,
-				"topic", rp.p.Topic(), "partition", rp.p.id, "from", from, "to", rp.pos)
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("topic %s partition %d position %d: %w", rp.p.Topic(), rp.p.id, rp.pos, err)
-		}
-		// The records alias the bytes they are decoded from: a full fetch gives them the
-		// scratch buffer, a small one a copy of its bytes, so that a tailing reader's records
-		// do not hold MaxBytes each.
-		handed := !borrow && len(b) >= cap(b)/2
-		if !borrow && !handed {
-			b = slices.Clone(b)
 		}
 		dec := ownedDecode{topic: rp.p.Topic(), partition: rp.p.id,
 			maxDecompressed: rp.p.log.conf().readDecompressLimit(), epochs: &rp.epochs}
 		if borrow {
-			dec.reuse = rp.spareRecs
+			if r.scanDec == nil {
+				r.scanDec = new(recordbatch.Decoder)
+			}
+			dec.reuse, dec.chunk, dec.dec = rp.spareRecs, scanChunk, r.scanDec
 		}
 		rp.epochs = rp.epochs[:0]
 		recs, err := dec.decode(b, rp.pos)
@@ -477,11 +541,14 @@ func (r *Reader) fetch(rp *readerPartition, borrow bool) error {
 			rp.epochs = rp.epochs[:0]
 			return fmt.Errorf("topic %s partition %d position %d: %w", rp.p.Topic(), rp.p.id, rp.pos, err)
 		}
+		if borrow && dec.used < len(b) {
+			rp.raw = b[dec.used:]
+		}
 		if len(recs) == 0 {
 			if len(b) > 0 {
 				// Only control records (or, under ReadCommitted, aborted batches): pass over
 				// their offsets.
-				rp.pos, rp.epoch = lastNextOffset(b)
+				rp.pos, rp.epoch = lastNextOffset(b[:dec.used])
 				continue
 			}
 			return nil
@@ -495,6 +562,41 @@ func (r *Reader) fetch(rp *readerPartition, borrow bool) error {
 		rp.recs, rp.next, rp.borrowed = recs, 0, borrow
 		return nil
 	}
+}
+
+// read reads rp's batches from its position, up to MaxBytes below its end (the high watermark,
+// or under ReadCommitted the last stable offset, aborted batches emptied): with borrow (Scan),
+// into rp's spare buffer, grown by the reads to what they need (a partition tailed a record at a
+// time keeps a small one); otherwise into the reader's, made MaxBytes at once. The records decoded
+// from the batches alias them: handed says that the batches fill at least half of the reader's
+// buffer, which the records then take; a smaller read's batches are copied out, so that a
+// tailing reader's records do not hold MaxBytes each. No batches and no error at the end.
+// Callers hold mu.
+func (r *Reader) read(rp *readerPartition, borrow bool) (b []byte, handed bool, err error) {
+	end := r.end(rp.p)
+	if rp.pos == end || (r.cfg.Isolation == ReadCommitted && rp.pos > end && rp.pos <= rp.p.HighWatermark()) {
+		return nil, false, nil
+	}
+	dst := &rp.spareData
+	if !borrow {
+		if dst = &r.scratch; *dst == nil {
+			*dst = make([]byte, 0, r.cfg.MaxBytes)
+		}
+	}
+	b, err = rp.p.ReadBatches((*dst)[:0], rp.pos, r.cfg.MaxBytes)
+	if cap(b) > cap(*dst) {
+		*dst = b[:0] // grown for a batch larger than MaxBytes
+	}
+	if err == nil && r.cfg.Isolation == ReadCommitted {
+		b, err = r.committedOnly(rp, b, end)
+	}
+	if err != nil || borrow {
+		return b, false, err
+	}
+	if len(b) >= cap(b)/2 {
+		return b, true, nil
+	}
+	return slices.Clone(b), false, nil
 }
 
 // lastNextOffset returns the offset after the last of the back-to-back batches in b, and that

@@ -160,3 +160,115 @@ func BenchmarkReaderDrain(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReaderDrainInterleaved drains the partition of BenchmarkReaderDrain (file store) with
+// every read path in turn within each op, so that a busy machine slows them alike, and reports
+// from the summed times of all ops each path's records/s over Partition.Scan's (PATH-x-scan), and
+// what the paths whose records are the caller's allocate: bytes a record (PATH-B/record) and
+// garbage collections a million records (PATH-gc/Mrecord). The paths check each record's offset,
+// key and value lengths, as BenchmarkReaderDrain's do:
+//
+//	go test -run='^$' -bench=BenchmarkReaderDrainInterleaved -benchtime=5x .
+func BenchmarkReaderDrainInterleaved(b *testing.B) {
+	const total = 1_000_000
+	s, err := Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	t := fillBenchTopic(b, s, 1, total)
+	p, err := t.Partition(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	check := func(want int64, r *Record) {
+		if r.Offset != want || len(r.Key) != benchKeySize || len(r.Value) != benchValueSize {
+			b.Fatalf("record at %d: offset %d, %d key bytes, %d value bytes", want, r.Offset, len(r.Key), len(r.Value))
+		}
+	}
+	ctx := context.Background()
+	reader := func(zeroCopy bool) {
+		r, err := t.NewReader(ReaderConfig{Start: Earliest})
+		if err != nil {
+			b.Fatal(err)
+		}
+		records := r.Records
+		if zeroCopy {
+			records = r.Scan
+		}
+		next := int64(0)
+		for rec, err := range records(ctx) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			check(next, rec)
+			if next++; next == total {
+				break
+			}
+		}
+		if err := r.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	paths := []struct {
+		name  string
+		owned bool
+		read  func()
+	}{
+		{"scan", false, func() {
+			next := int64(0)
+			for rec, err := range p.Scan(0) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				check(next, rec)
+				next++
+			}
+		}},
+		{"reader-scan", false, func() { reader(true) }},
+		{"reader", true, func() { reader(false) }},
+		{"readrecords", true, func() {
+			for next := int64(0); next < total; {
+				recs, err := p.ReadRecords(next, DefaultReaderMaxBytes)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, r := range recs {
+					check(next, r)
+					next++
+				}
+			}
+		}},
+	}
+	type cost struct {
+		took       time.Duration
+		bytes, gcs uint64
+	}
+	costs := make([]cost, len(paths))
+	var ms runtime.MemStats
+	runtime.GC() // the fill's garbage, outside the clock
+	b.ResetTimer()
+	for range b.N {
+		for i, path := range paths {
+			runtime.ReadMemStats(&ms)
+			bytes0, gc0 := ms.TotalAlloc, ms.NumGC
+			t0 := time.Now()
+			path.read()
+			costs[i].took += time.Since(t0)
+			runtime.ReadMemStats(&ms)
+			costs[i].bytes += ms.TotalAlloc - bytes0
+			costs[i].gcs += uint64(ms.NumGC - gc0)
+		}
+	}
+	b.StopTimer()
+	records := float64(b.N) * total
+	b.ReportMetric(records/costs[0].took.Seconds(), "scan-records/s")
+	for i, path := range paths[1:] {
+		c := costs[i+1]
+		b.ReportMetric(float64(costs[0].took)/float64(c.took), path.name+"-x-scan")
+		if path.owned {
+			b.ReportMetric(float64(c.bytes)/records, path.name+"-B/record")
+			b.ReportMetric(float64(c.gcs)*1e6/records, path.name+"-gc/Mrecord")
+		}
+	}
+}

@@ -244,3 +244,140 @@ func TestReadRecordsKeepsItsRecords(t *testing.T) {
 		}
 	})
 }
+
+// TestReaderScanAcrossDecodeChunks: Reader.Scan decodes a fetch scanChunk records at a time; its
+// positions, a Seek from the loop body, a Next between two Scans (its record owned and kept) and
+// the end all behave as if the fetch had been decoded at once. The 1,000 records, in batches of
+// 10, come in one fetch of four chunks.
+func TestReaderScanAcrossDecodeChunks(t *testing.T) {
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		s := env.mustOpen(t, WithSync(SyncNever))
+		tp := stCreate(t, s, "events", TopicConfig{Partitions: 1})
+		appendInBatches(t, tp, divergenceValues("v", 0, 1000))
+		r := stReader(t, tp, ReaderConfig{Start: Earliest})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a record missed fails, not waits
+		defer cancel()
+
+		var got []int64
+		seeked := false
+		for rec, err := range r.Scan(ctx) {
+			require.NoError(t, err)
+			require.Equal(t, fmt.Sprintf("v-%d", rec.Offset), string(rec.Value))
+			require.Equal(t, rec.Offset+1, stMust(r.Position(0)))
+			got = append(got, rec.Offset)
+			if rec.Offset == 300 && !seeked {
+				require.NoError(t, r.Seek(0, 50)) // in the second chunk, the third not decoded yet
+				seeked = true
+			}
+			if seeked && rec.Offset == 120 {
+				break
+			}
+		}
+		want := append(offsetRange(0, 301), offsetRange(50, 121)...)
+		require.Equal(t, want, got)
+
+		kept := stNext(t, r)
+		require.Equal(t, stSeen{0, 121, "v-121"}, stSeenOf([]*Record{kept})[0])
+
+		got = got[:0]
+		for rec, err := range r.Scan(ctx) {
+			require.NoError(t, err)
+			require.Equal(t, fmt.Sprintf("v-%d", rec.Offset), string(rec.Value))
+			got = append(got, rec.Offset)
+			if rec.Offset == 999 {
+				break
+			}
+		}
+		require.Equal(t, offsetRange(122, 1000), got)
+		require.Equal(t, "v-121", string(kept.Value), "a record of Next stays the caller's through later fetches of Scan")
+		require.Equal(t, map[int32]int64{0: 1000}, r.Positions())
+		stRequireIdle(t, r)
+	})
+}
+
+// offsetRange returns the offsets [from, to).
+func offsetRange(from, to int64) []int64 {
+	out := make([]int64, 0, to-from)
+	for o := from; o < to; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
+// TestReaderScanTruncatedUnderUndecodedChunks: the log is truncated to 400 and refilled from the
+// loop body of a Scan at 300, while the fetch's records up to 519 are decoded and those after
+// wait undecoded: the scan goes on with the old records below 400, then the new history, never a
+// record of the old history at 400 or after.
+func TestReaderScanTruncatedUnderUndecodedChunks(t *testing.T) {
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		s := env.mustOpen(t, WithSync(SyncNever))
+		tp := stCreate(t, s, "events", TopicConfig{Partitions: 1})
+		p := stMust(tp.Partition(0))
+		appendInBatches(t, tp, divergenceValues("old", 0, 1000))
+		r := stReader(t, tp, ReaderConfig{Start: Earliest, Reset: ResetEarliest})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a record missed fails, not waits
+		defer cancel()
+
+		var got []string
+		for rec, err := range r.Scan(ctx) {
+			require.NoError(t, err)
+			got = append(got, string(rec.Value))
+			if rec.Offset == 300 {
+				require.NoError(t, p.TruncateTo(400))
+				appendInBatches(t, tp, divergenceValues("new", 400, 600))
+			}
+			if rec.Offset == 999 {
+				break
+			}
+		}
+		want := append(divergenceValues("old", 0, 400), divergenceValues("new", 400, 600)...)
+		require.Equal(t, want, got)
+	})
+}
+
+// TestReaderScanTransactionsAcrossChunks: committed, aborted and plain batches with their
+// markers, over several decode chunks of Scan: Scan and Next return the same records, under
+// ReadCommitted the plain and committed ones only, under ReadUncommitted every data record, and
+// both end at the log end offset, past the last markers.
+func TestReaderScanTransactionsAcrossChunks(t *testing.T) {
+	forEachStore(t, func(t *testing.T, env *storeEnv) {
+		s := env.mustOpen(t, WithSync(SyncNever))
+		stCreate(t, s, "tx", TopicConfig{Partitions: 1})
+		w := newIsoWriter(t, s, "tx")
+		var all, committed []isoSeen
+		add := func(pid int64, tag string, g int, keep bool) {
+			vals := make([]string, 5)
+			for i := range vals {
+				vals[i] = fmt.Sprintf("%s-%d-%d", tag, g, i)
+			}
+			first := w.batch(0, pid, vals...)
+			for i, v := range vals {
+				seen := isoSeen{0, first + int64(i), v}
+				all = append(all, seen)
+				if keep {
+					committed = append(committed, seen)
+				}
+			}
+		}
+		for g := range 40 {
+			add(-1, "plain", g, true)
+			add(1, "committed", g, true)
+			add(2, "aborted", g, false)
+			w.marker(0, 1, true)
+			w.marker(0, 2, false)
+		}
+		end := w.part(0).LogEndOffset()
+		require.Equal(t, int64(40*17), end)
+		for _, iso := range []IsolationLevel{ReadCommitted, ReadUncommitted} {
+			want := all
+			if iso == ReadCommitted {
+				want = committed
+			}
+			for _, scan := range []bool{true, false} {
+				r := stReader(t, w.tp, ReaderConfig{Start: Earliest, Isolation: iso})
+				require.Equal(t, want, readAvailableVia(t, r, scan), "%s scan=%t", iso, scan)
+				require.Equal(t, map[int32]int64{0: end}, r.Positions(), "%s scan=%t", iso, scan)
+			}
+		}
+	})
+}
