@@ -562,8 +562,8 @@ func (s *Store) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 		// leaves folders without the file, which the next Open writes with the ID of the
 		// folders that have it, or a new ID when none has.
 		t.id = s.unusedTopicID()
-		dirs := s.partitionDirs(name, cfg.Partitions)
-		err = errors.Join(s.workers.each(len(dirs), func(i int) error { return writePartitionMetadata(s.o.fs, dirs[i], t.id) })...)
+		parts := t.parts()
+		err = errors.Join(s.workers.each(len(parts), func(i int) error { return writeNewPartitionFiles(parts[i], t.id) })...)
 		if err == nil {
 			err = s.finishCreating()
 		}
