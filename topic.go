@@ -294,7 +294,11 @@ func (t *Topic) broadcast() {
 func (t *Topic) isClosed() bool { return t.shut.Load() }
 
 // close closes every partition's log and wakes waiting readers.
-func (t *Topic) close() error {
+func (t *Topic) close() error { return t.closeLogs(true) }
+
+// closeLogs is close; without syncEach the logs close without their fsyncs (Log.closeUnsynced),
+// for Store.Close, which syncs the file system once after every topic closed.
+func (t *Topic) closeLogs(syncEach bool) error {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -310,6 +314,9 @@ func (t *Topic) close() error {
 	parts := t.parts()
 	return errors.Join(t.workers.each(len(parts), func(i int) error {
 		parts[i].close()
+		if !syncEach {
+			return parts[i].log.closeUnsynced()
+		}
 		return parts[i].log.Close()
 	})...)
 }
