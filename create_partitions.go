@@ -67,7 +67,7 @@ func (s *Store) CreatePartitions(name string, total int32) error {
 		s.configs[name] = prev
 		return errors.Join(err, s.finishCreating())
 	}
-	added, err := t.openPartitions(s, n, total, next.LogConfig)
+	added, err := t.openPartitions(s, n, total, next.LogConfig, true)
 	if err == nil {
 		// The new folders carry the topic's ID (partition.metadata) before the marker goes, as
 		// CreateTopic's do.

@@ -190,7 +190,8 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	if haveState {
 		rewriteFrom = st.recoveryPoint
 	}
-	ld := logLoader{fs: l.fs, dir: dir, logger: l.logger, sync: l.sync, segCfg: l.segConf(), caches: l.caches, state: &l.state}
+	ld := logLoader{fs: l.fs, dir: dir, logger: l.logger, sync: l.sync, segCfg: l.segConf(), caches: l.caches, state: &l.state,
+		folderSyncedLater: o.newFolderSyncedLater}
 	// The loader works on the segments' files as the writer does: the file cache must not close
 	// them under it.
 	l.appendMu.Lock()

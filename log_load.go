@@ -31,6 +31,9 @@ type logLoader struct {
 	segCfg *segment.Config // the Log's, which the segments keep
 	caches segment.Caches
 	state  *stateFile // the Log's
+	// folderSyncedLater leaves out the folder fsync after the first segment of an empty folder
+	// is created: the caller fsyncs the folder before it relies on it (options.newFolderSyncedLater).
+	folderSyncedLater bool
 
 	// loadedLog is what load has recovered so far: the segments it opened (closed by run if
 	// recovery fails), then the log start offset and recovery point.
@@ -224,8 +227,10 @@ func (ld *logLoader) load() error {
 			return err
 		}
 		ld.segments = append(ld.segments, s)
-		if err := ld.fs.SyncDir(ld.dir); err != nil {
-			return err
+		if !ld.folderSyncedLater {
+			if err := ld.fs.SyncDir(ld.dir); err != nil {
+				return err
+			}
 		}
 	}
 	for i := 1; i < len(ld.segments); i++ {

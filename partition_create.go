@@ -20,11 +20,13 @@ import (
 //     first append a file write, an fsync and a folder fsync, in the appender's path.
 //
 // Each file is written to its ".tmp" name and fsynced before its rename, so a crash leaves the
-// old contents or the new; the one folder fsync afterwards makes both renames durable, where
-// writing each file with checkpoint.WriteRaw fsyncs the folder once per file. A crash before it
-// returns leaves a folder without one file or both: a missing partition.metadata is written again
-// by the next Open (the creation marker is still there), and a missing epoch checkpoint is an
-// empty epoch cache, which the first append fills in and writes, as before.
+// old contents or the new; the one folder fsync afterwards makes both renames durable, and the
+// creation of the first segment's files, which the partition's load left to it
+// (options.newFolderSyncedLater), where each of the three fsynced the folder itself. A crash before it
+// returns leaves a folder without some of them: a missing partition.metadata is written again by
+// the next Open (the creation marker is still there), a missing segment is created again, empty,
+// by the load, and a missing epoch checkpoint is an empty epoch cache, which the first append
+// fills in and writes, as before.
 func writeNewPartitionFiles(p *Partition, id TopicID) error {
 	l := p.log
 	path := filepath.Join(l.dir, partitionMetadataFileName)

@@ -340,7 +340,7 @@ func (s *Store) load() error {
 	}
 	s.workers.all(len(opening), func(i int) error {
 		o := &opening[i]
-		o.t, o.err = openTopic(s, o.name, s.configs[o.name])
+		o.t, o.err = openTopic(s, o.name, s.configs[o.name], false)
 		return o.err
 	})
 	var openErrs []error
@@ -555,7 +555,7 @@ func (s *Store) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	var t *Topic
 	err := s.makePartitionDirs(name, cfg.Partitions)
 	if err == nil {
-		t, err = openTopic(s, name, cfg)
+		t, err = openTopic(s, name, cfg, true)
 	}
 	if err == nil {
 		// Before the topic is returned (and before the creation marker goes): a crash part-way
