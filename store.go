@@ -700,6 +700,11 @@ func (s *Store) DeleteTopic(name string) error {
 
 // Close closes every reader and topic, flushing and closing every partition's log (see
 // Log.Close), and releases the directory. Blocked reads return ErrClosed. Later calls return nil.
+//
+// On Linux the partitions' files are made durable with one syncfs(2) of the store's file system
+// rather than fsyncs file by file (which also flushes what other programs have pending on that
+// file system), before the recovery points and the clean shutdown marker (Kafka's
+// .kafka_cleanshutdown) are written; a failed sync is returned and no marker is written.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
