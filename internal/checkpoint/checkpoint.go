@@ -206,6 +206,12 @@ func CleanTemp(fsy fsys.FS, dir, prefix string) error {
 	if err != nil {
 		return err
 	}
+	return CleanTempIn(fsy, dir, prefix, entries)
+}
+
+// CleanTempIn is CleanTemp for a caller that has just listed dir (entries), so that the folder is
+// not listed twice.
+func CleanTempIn(fsy fsys.FS, dir, prefix string, entries []fs.DirEntry) error {
 	var errs []error
 	for _, e := range entries {
 		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), prefix) && strings.HasSuffix(e.Name(), TempSuffix) {
