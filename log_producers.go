@@ -64,7 +64,6 @@ func (ps *producerState) noteDurable(offset int64, b []byte) {
 	ps.durableOff, ps.durableBytes, ps.durableOK = offset, b, true
 }
 
-
 // writeSnapshot writes the state as the snapshot at offset, replacing one there, under a
 // temporary name renamed into place, so that a snapshot file is whole or absent. syncFile fsyncs
 // the file before the rename, durable also the folder after it (Close). A roll under SyncNever
