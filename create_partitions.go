@@ -67,13 +67,11 @@ func (s *Store) CreatePartitions(name string, total int32) error {
 		s.configs[name] = prev
 		return errors.Join(err, s.finishCreating())
 	}
-	added, err := t.openPartitions(s, n, total, next.LogConfig)
+	added, err := t.openPartitions(s, n, total, next.LogConfig, true)
 	if err == nil {
 		// The new folders carry the topic's ID (partition.metadata) before the marker goes, as
 		// CreateTopic's do.
-		for i := n; i < total && err == nil; i++ {
-			err = writePartitionMetadata(s.o.fs, filepath.Join(s.dir, partitionDirName(name, i)), t.id)
-		}
+		err = errors.Join(s.workers.each(len(added), func(i int) error { return writeNewPartitionFiles(added[i], t.id) })...)
 		if err != nil {
 			for _, p := range added {
 				p.close()

@@ -476,3 +476,31 @@ func (f *leaderEpochFile) epochAt(offset int64) int32 {
 	}
 	return epoch
 }
+
+// writeFirstEpoch records, with write (checkpoint.WriteRaw, or WriteRawSyncDirLater for a caller
+// that syncs the folder itself), that the epoch the log stamps starts at its log end offset, when
+// the log knows no epoch yet: what Kafka's LeaderEpochFileCache.assign writes when a new
+// partition's replica becomes leader. The cache changes only once the file is written; an error
+// (ErrNoSpace for a full disk) leaves the log as it was and writable, for a caller that discards
+// the new log.
+func (l *Log) writeFirstEpoch(write func(fsy fsys.FS, name string, data []byte) error) error {
+	l.lockWriters()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
+	l.mu.RLock()
+	_, known := l.epochs.latest()
+	next := epochCache{entries: []epochEntry{{epoch: max(l.leaderEpoch, 0), startOffset: l.active().NextOffset()}}}
+	l.mu.RUnlock()
+	if known {
+		return nil
+	}
+	if err := write(l.fs, l.epochs.path, next.encode()); err != nil {
+		return wrapIOErr("write "+l.epochs.path, err)
+	}
+	l.mu.Lock()
+	l.epochs.entries = next.entries
+	l.mu.Unlock()
+	return nil
+}

@@ -190,7 +190,8 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	if haveState {
 		rewriteFrom = st.recoveryPoint
 	}
-	ld := logLoader{fs: l.fs, dir: dir, logger: l.logger, sync: l.sync, segCfg: l.segConf(), caches: l.caches, state: &l.state}
+	ld := logLoader{fs: l.fs, dir: dir, logger: l.logger, sync: l.sync, segCfg: l.segConf(), caches: l.caches, state: &l.state,
+		folderSyncedLater: o.newFolderSyncedLater}
 	// The loader works on the segments' files as the writer does: the file cache must not close
 	// them under it.
 	l.appendMu.Lock()
@@ -289,7 +290,19 @@ func (l *Log) active() *segment.Segment { return l.segments[len(l.segments)-1] }
 // background flusher, trims the indexes, records a clean shutdown so that the next open
 // need not scan, and releases the directory. Blocked and later calls return ErrClosed. Close is
 // idempotent: later calls return nil.
-func (l *Log) Close() error {
+func (l *Log) Close() error { return l.close(true) }
+
+// closeUnsynced is Close for a caller that makes the whole file system durable afterwards
+// (fsys.SyncFileSystem, Store.Close) before it writes the clean state it notes: the active
+// segment's files, its indexes and the producer snapshot are written but not fsynced here, nor is
+// the folder after the snapshot's rename. Until that sync the noted state is in memory only, and
+// a crash finds the log as after any crash: no clean shutdown marker, the recovery points of the
+// last checkpoint, and a snapshot that is torn or missing at worst, which loading deletes and
+// reads the one before (see writeSnapshot). Sealed segments that the flusher had not flushed are
+// flushed as Close flushes them.
+func (l *Log) closeUnsynced() error { return l.close(false) }
+
+func (l *Log) close(syncEach bool) error {
 	// First, before the locks below: the flusher's periodic Sync waits for them, and Close would
 	// wait for it. What it has not flushed yet, Close flushes.
 	l.flusher.stopAndWait()
@@ -325,7 +338,9 @@ func (l *Log) Close() error {
 			clean = false
 		}
 	}
-	if clean {
+	// Appends that wait for their fsync (SyncAlways) and are behind this Close find their
+	// writes durable when it returns, as with Close: without syncEach too.
+	if clean && (syncEach || (l.sync.appendWaits() && l.durableSeq < l.appendSeq)) {
 		if err := act.Sync(); err != nil {
 			errs = append(errs, l.fail(err))
 			clean = false
@@ -337,12 +352,16 @@ func (l *Log) Close() error {
 		// Kafka's close takes a producer snapshot at the log end offset: the next open reads it
 		// and replays nothing. One there already, durable and of the same state, is kept (as
 		// Kafka's takeSnapshot takes none unless the log end offset moved past the latest).
-		if err := l.producers.writeSnapshot(act.NextOffset(), true, true); err != nil {
+		if err := l.producers.writeSnapshot(act.NextOffset(), syncEach, syncEach); err != nil {
 			l.logger.Warn("producer snapshot not written at close; the next open replays from an older one", "err", err)
 		}
 	}
 	for _, s := range l.segments {
-		errs = append(errs, s.Close())
+		if syncEach {
+			errs = append(errs, s.Close())
+		} else {
+			errs = append(errs, s.CloseUnsynced())
+		}
 	}
 	// Nobody can start a read now; files of reads still running go with the log.
 	errs = append(errs, l.sweepRetired(time.Time{}, true), l.spares.remove())

@@ -31,6 +31,9 @@ type logLoader struct {
 	segCfg *segment.Config // the Log's, which the segments keep
 	caches segment.Caches
 	state  *stateFile // the Log's
+	// folderSyncedLater leaves out the folder fsync after the first segment of an empty folder
+	// is created: the caller fsyncs the folder before it relies on it (options.newFolderSyncedLater).
+	folderSyncedLater bool
 
 	// loadedLog is what load has recovered so far: the segments it opened (closed by run if
 	// recovery fails), then the log start offset and recovery point.
@@ -68,9 +71,6 @@ func (ld *logLoader) active() *segment.Segment { return ld.segments[len(ld.segme
 // load opens the segments found in the directory and recovers them. Called once, by run.
 func (ld *logLoader) load() error {
 	st, haveState := ld.state.read()
-	if err := checkpoint.CleanTemp(ld.fs, ld.dir, "commitlog-"); err != nil {
-		return err
-	}
 	bases, retiring, err := ld.listSegments()
 	if err != nil {
 		return err
@@ -224,8 +224,10 @@ func (ld *logLoader) load() error {
 			return err
 		}
 		ld.segments = append(ld.segments, s)
-		if err := ld.fs.SyncDir(ld.dir); err != nil {
-			return err
+		if !ld.folderSyncedLater {
+			if err := ld.fs.SyncDir(ld.dir); err != nil {
+				return err
+			}
 		}
 	}
 	for i := 1; i < len(ld.segments); i++ {
@@ -282,12 +284,16 @@ func (ld *logLoader) cutAtTear(s *segment.Segment, rep segment.LoadReport, fileS
 }
 
 // listSegments returns the base offsets of the .log files in the directory, in order, after
-// deleting index files that have no .log (Kafka deletes such orphans too), and whether segment
-// files renamed *.deleted were there (deleted too).
+// deleting the temporary files a crash left of the state files ("commitlog-*.tmp",
+// checkpoint.CleanTempIn) and index files that have no .log (Kafka deletes such orphans too), and
+// whether segment files renamed *.deleted were there (deleted too).
 func (ld *logLoader) listSegments() (bases []int64, retiring bool, err error) {
 	entries, err := ld.fs.ReadDir(ld.dir)
 	if err != nil {
 		return nil, false, fmt.Errorf("commitlog: list %s: %w", ld.dir, err)
+	}
+	if err := checkpoint.CleanTempIn(ld.fs, ld.dir, "commitlog-", entries); err != nil {
+		return nil, false, err
 	}
 	if swapped, err := ld.finishSwaps(entries); err != nil {
 		return nil, false, err

@@ -64,21 +64,6 @@ func (ps *producerState) noteDurable(offset int64, b []byte) {
 	ps.durableOff, ps.durableBytes, ps.durableOK = offset, b, true
 }
 
-// snapshots returns the offsets of the snapshot files in the folder, ascending.
-func (ps *producerState) snapshots() ([]int64, error) {
-	entries, err := ps.fs.ReadDir(ps.dir)
-	if err != nil {
-		return nil, fmt.Errorf("commitlog: list %s: %w", ps.dir, err)
-	}
-	var offs []int64
-	for _, e := range entries {
-		if off, ok := producerstate.ParseSnapshotName(e.Name()); ok && !e.IsDir() {
-			offs = append(offs, off)
-		}
-	}
-	return offs, nil
-}
-
 // writeSnapshot writes the state as the snapshot at offset, replacing one there, under a
 // temporary name renamed into place, so that a snapshot file is whole or absent. syncFile fsyncs
 // the file before the rename, durable also the folder after it (Close). A roll under SyncNever
@@ -130,13 +115,15 @@ func (ps *producerState) writeSnapshotVia(offset int64, syncFile, durable bool, 
 }
 
 // removeSnapshots deletes the snapshot files whose offset drop says, and leftovers of an
-// interrupted write.
-func (ps *producerState) removeSnapshots(drop func(off int64) bool) error {
+// interrupted write, and returns the offsets of the snapshot files it kept, ascending (from the
+// one folder listing, which the load then reads the newest of: readLatest).
+func (ps *producerState) removeSnapshots(drop func(off int64) bool) ([]int64, error) {
 	entries, err := ps.fs.ReadDir(ps.dir)
 	if err != nil {
-		return fmt.Errorf("commitlog: list %s: %w", ps.dir, err)
+		return nil, fmt.Errorf("commitlog: list %s: %w", ps.dir, err)
 	}
 	var errs []error
+	var kept []int64
 	for _, e := range entries {
 		name := e.Name()
 		if stem, ok := cutSnapshotTemp(name); ok {
@@ -150,9 +137,14 @@ func (ps *producerState) removeSnapshots(drop func(off int64) bool) error {
 				ps.durableOK = false
 			}
 			errs = append(errs, removeIfExists(ps.fs, filepath.Join(ps.dir, name)))
+			continue
+		}
+		if off, ok := producerstate.ParseSnapshotName(name); ok && !e.IsDir() {
+			kept = append(kept, off)
 		}
 	}
-	return errors.Join(errs...)
+	slices.Sort(kept)
+	return kept, errors.Join(errs...)
 }
 
 func cutSnapshotTemp(name string) (string, bool) {
@@ -170,14 +162,11 @@ func removeIfExists(fsy fsys.FS, path string) error {
 	return nil
 }
 
-// readLatest loads the newest snapshot whose offset is in [start, end] into the state and
-// returns its offset; a snapshot that does not decode is logged, deleted, and the next older one
-// tried (Kafka's loadFromSnapshot). Without one the state is emptied at start and ok is false.
-func (ps *producerState) readLatest(start, end int64, now time.Time) (off int64, ok bool, err error) {
-	offs, err := ps.snapshots()
-	if err != nil {
-		return 0, false, err
-	}
+// readLatest loads the newest snapshot whose offset is in [start, end] of the snapshot files at
+// offs (ascending) into the state and returns its offset; a snapshot that does not decode is
+// logged, deleted, and the next older one tried (Kafka's loadFromSnapshot). Without one the
+// state is emptied at start and ok is false.
+func (ps *producerState) readLatest(offs []int64, start, end int64, now time.Time) (off int64, ok bool, err error) {
 	for i := len(offs) - 1; i >= 0; i-- {
 		o := offs[i]
 		if o > end || o < start {
@@ -231,10 +220,11 @@ func (l *Log) loadProducerState(lastTwo bool) error {
 	}
 	l.mu.RUnlock()
 	ps := &l.producers
-	if err := ps.removeSnapshots(func(off int64) bool { return off > leo || off < start }); err != nil {
+	offs, err := ps.removeSnapshots(func(off int64) bool { return off > leo || off < start })
+	if err != nil {
 		return err
 	}
-	off, ok, err := ps.readLatest(start, limit, l.now())
+	off, ok, err := ps.readLatest(offs, start, limit, l.now())
 	if err != nil {
 		return err
 	}

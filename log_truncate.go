@@ -162,7 +162,7 @@ func (l *Log) truncateFullyAndStartAt(offset int64) error {
 	}
 	l.owner.cutLegacy(offset)
 	l.producers.m.Reset(offset)
-	if err := l.producers.removeSnapshots(func(int64) bool { return true }); err != nil {
+	if _, err := l.producers.removeSnapshots(func(int64) bool { return true }); err != nil {
 		l.logger.Warn("producer snapshots not removed", "err", err)
 	}
 	l.logger.Info("log started over", "log_start_offset", offset)

@@ -48,6 +48,10 @@ type options struct {
 	// opened on its own, or an internal log, has none and keeps its state in its folder).
 	logDir   *logDirCheckpoints
 	logDirTP topicPartition
+	// newFolderSyncedLater says that the log openPartition opens is a new partition's, whose
+	// creator (writeNewPartitionFiles) fsyncs its folder once its files are all written: the
+	// load leaves out the folder fsync after it creates the first segment.
+	newFolderSyncedLater bool
 	// parallelLogs is how many logs a store opens and closes at once (0: parallelLogs, see
 	// log_workers.go); tests that replay a store's file operations in order set 1.
 	parallelLogs int

@@ -46,12 +46,13 @@ type topicState struct {
 	partitions []*Partition
 }
 
-// openTopic opens (creating when missing) every partition of a topic.
-func openTopic(s *Store, name string, cfg TopicConfig) (*Topic, error) {
+// openTopic opens (creating when missing) every partition of a topic; creating says that CreateTopic
+// made their folders just now and syncs them itself afterwards (writeNewPartitionFiles).
+func openTopic(s *Store, name string, cfg TopicConfig, creating bool) (*Topic, error) {
 	t := &Topic{positions: s, now: s.o.now, name: name, workers: s.workers}
 	p := KeyHashPartitioner()
 	t.partitioner.Store(&p)
-	parts, err := t.openPartitions(s, 0, cfg.Partitions, cfg.LogConfig)
+	parts, err := t.openPartitions(s, 0, cfg.Partitions, cfg.LogConfig, creating)
 	if err != nil {
 		return nil, err
 	}
@@ -62,12 +63,16 @@ func openTopic(s *Store, name string, cfg TopicConfig) (*Topic, error) {
 }
 
 // openPartitions opens (creating when missing) partitions from to to-1 of the topic with cfg; on
-// failure it closes those it opened. The topic publishes them.
-func (t *Topic) openPartitions(s *Store, from, to int32, cfg LogConfig) ([]*Partition, error) {
+// failure it closes those it opened. The topic publishes them. creating says that the partitions
+// are new, their folders synced by the caller once it has written their files
+// (writeNewPartitionFiles).
+func (t *Topic) openPartitions(s *Store, from, to int32, cfg LogConfig, creating bool) ([]*Partition, error) {
 	parts := make([]*Partition, to-from)
+	o := s.o
+	o.newFolderSyncedLater = creating
 	errs := s.workers.each(int(to-from), func(i int) error {
 		id := from + int32(i)
-		p, err := openPartition(t.name, id, filepath.Join(s.dir, partitionDirName(t.name, id)), cfg, s.o, t.broadcast)
+		p, err := openPartition(t.name, id, filepath.Join(s.dir, partitionDirName(t.name, id)), cfg, o, t.broadcast)
 		if err != nil {
 			return fmt.Errorf("commitlog: topic %s partition %d: %w", t.name, id, err)
 		}
@@ -294,7 +299,11 @@ func (t *Topic) broadcast() {
 func (t *Topic) isClosed() bool { return t.shut.Load() }
 
 // close closes every partition's log and wakes waiting readers.
-func (t *Topic) close() error {
+func (t *Topic) close() error { return t.closeLogs(true) }
+
+// closeLogs is close; without syncEach the logs close without their fsyncs (Log.closeUnsynced),
+// for Store.Close, which syncs the file system once after every topic closed.
+func (t *Topic) closeLogs(syncEach bool) error {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -310,6 +319,9 @@ func (t *Topic) close() error {
 	parts := t.parts()
 	return errors.Join(t.workers.each(len(parts), func(i int) error {
 		parts[i].close()
+		if !syncEach {
+			return parts[i].log.closeUnsynced()
+		}
 		return parts[i].log.Close()
 	})...)
 }

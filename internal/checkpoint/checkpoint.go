@@ -78,6 +78,17 @@ func frame(name string, data []byte) ([]byte, error) {
 // directory fsync), without the checkpoint header: for state files in another program's format,
 // such as Kafka's leader-epoch-checkpoint. Errors as for Write.
 func WriteRaw(fsy fsys.FS, name string, data []byte) error {
+	if err := WriteRawSyncDirLater(fsy, name, data); err != nil {
+		return err
+	}
+	return fsy.SyncDir(filepath.Dir(name))
+}
+
+// WriteRawSyncDirLater is WriteRaw without the directory fsync: the file's bytes are durable
+// before the rename, so after a crash name holds the old contents or the new, never a mix, but
+// the rename itself is durable only once the caller syncs the directory, which it does once for
+// several files written so into one directory. Errors as for WriteRaw.
+func WriteRawSyncDirLater(fsy fsys.FS, name string, data []byte) error {
 	tmp := name + TempSuffix
 	if err := writeFile(fsy, tmp, data); err != nil {
 		fsy.Remove(tmp)
@@ -87,7 +98,7 @@ func WriteRaw(fsy fsys.FS, name string, data []byte) error {
 		fsy.Remove(tmp)
 		return err
 	}
-	return fsy.SyncDir(filepath.Dir(name))
+	return nil
 }
 
 // writeFile creates or truncates name, writes b and syncs it.
@@ -195,6 +206,12 @@ func CleanTemp(fsy fsys.FS, dir, prefix string) error {
 	if err != nil {
 		return err
 	}
+	return CleanTempIn(fsy, dir, prefix, entries)
+}
+
+// CleanTempIn is CleanTemp for a caller that has just listed dir (entries), so that the folder is
+// not listed twice.
+func CleanTempIn(fsy fsys.FS, dir, prefix string, entries []fs.DirEntry) error {
 	var errs []error
 	for _, e := range entries {
 		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), prefix) && strings.HasSuffix(e.Name(), TempSuffix) {

@@ -32,6 +32,7 @@ const (
 	MapSync                   // Mapping.Sync; Len is the mapping's size
 	MapClose                  // Mapping.Close; Len is the mapping's size
 	Allocate                  // File.Allocate; Offset and Len are the range
+	SyncFS                    // FS.SyncFileSystem (fsys.FileSystemSyncer); Path is the directory
 )
 
 var kindNames = [...]string{
@@ -39,6 +40,7 @@ var kindNames = [...]string{
 	MkdirAll: "mkdirall", Stat: "stat", Lstat: "lstat", SyncDir: "syncdir", Lock: "lock",
 	Unlock: "unlock", Read: "read", Write: "write", Size: "size", Truncate: "truncate", Sync: "sync",
 	Map: "map", Close: "close", MapSync: "msync", MapClose: "munmap", Allocate: "allocate",
+	SyncFS: "syncfs",
 }
 
 // String returns the kind's short name ("write", "sync", "syncdir", ...), as Op.String prints it.

@@ -665,19 +665,30 @@ func (s *Segment) SyncIndexes() error {
 // The final time index entry is written first, so a reopen knows the segment's max timestamp. A
 // read that still holds the segment gets errors from the closed files; it cannot open them again
 // (OpenFiles returns ErrClosed). Safe concurrently with reads; a second call is a no-op.
-func (s *Segment) Close() error {
+func (s *Segment) Close() error { return s.close(true) }
+
+// CloseUnsynced is Close without the syncs of the indexes and the .txnindex: for a caller that
+// makes the whole file system durable afterwards (fsys.SyncFileSystem) before it relies on them.
+// The indexes are trimmed and unmapped as Close does, so their bytes are all in the files.
+func (s *Segment) CloseUnsynced() error { return s.close(false) }
+
+func (s *Segment) close(sync bool) error {
 	s.openMu.Lock()
 	defer s.openMu.Unlock()
 	s.dead = true
 	s.files.remove(s)
 	// The txn index holds no file open: its entries are made durable whether the other files are
 	// open or not (a no-op unless written since its last sync), and it takes no more changes.
-	txnErr := errors.Join(s.txn.Sync(), s.txn.Close())
+	var txnErr error
+	if sync {
+		txnErr = s.txn.Sync()
+	}
+	txnErr = errors.Join(txnErr, s.txn.Close())
 	if !s.isOpen.Load() {
 		// Closed for idleness: indexes trimmed then and not synced since are synced by name,
 		// without opening and mapping them again (the final time index entry is not needed: a
 		// reopen scans the batches past the last offset index entry, see scanTail).
-		if s.idleUnsynced.Load() && !s.retired.Load() {
+		if sync && s.idleUnsynced.Load() && !s.retired.Load() {
 			txnErr = errors.Join(txnErr, s.syncClosedIndexes())
 		}
 		return txnErr
@@ -688,7 +699,7 @@ func (s *Segment) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	if !s.sealed && s.offsetIdx != nil && s.timeIdx != nil {
+	if sync && !s.sealed && s.offsetIdx != nil && s.timeIdx != nil {
 		// A clean shutdown trusts the indexes on the next open: make them durable.
 		errs = append(errs, s.SyncIndexes())
 	}
