@@ -211,12 +211,16 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	}
 	// A log no replication drives starts a new leader epoch after an unclean shutdown: its end
 	// may lie below what its readers saw (see leaderEpochFile.startAbove).
-	l.epochs = leaderEpochFile{fs: l.fs, path: filepath.Join(l.dir, leaderEpochFileName), logger: l.logger}
+	l.epochs = leaderEpochFile{fs: l.fs, path: filepath.Join(l.dir, leaderEpochFileName), logger: l.logger, deferSync: o.openSyncedLater}
 	if err := l.epochs.load(epochsFrom, l.logStartOffset, l.active().NextOffset(), haveState && !st.clean && !replicated && !st.legacy.present, l.ReadRange); err != nil {
 		return nil, err
 	}
+	l.epochs.deferSync = false // writes from now on are synced as they are made
 	l.leaderEpoch = max(l.latestEpoch(), 0)
-	if err := l.loadProducerState(haveState && st.clean); err != nil {
+	l.producers.recoverySyncedLater = o.openSyncedLater
+	err = l.loadProducerState(haveState && st.clean)
+	l.producers.recoverySyncedLater = false
+	if err != nil {
 		return nil, err
 	}
 	l.flusher.start(l.sync, l, &l.spares, l.logger)

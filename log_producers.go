@@ -51,6 +51,13 @@ type producerState struct {
 	durableOff   int64
 	durableBytes []byte
 	durableOK    bool
+	// recoverySyncedLater leaves out the fsync of the snapshot written after a replay at open:
+	// Store.Open syncs the file system before it relies on it (options.openSyncedLater). Until
+	// then a power loss may leave the snapshot torn or empty, which loading deletes (it is the
+	// newest), reading the one before and replaying from there.
+	recoverySyncedLater bool
+	// unsynced says that a snapshot was written so, for Store.Open to sync.
+	unsynced bool
 }
 
 // snapshotCurrent reports whether the snapshot file at offset is durable and holds the state as
@@ -246,7 +253,8 @@ func (l *Log) loadProducerState(lastTwo bool) error {
 	if from < leo {
 		// What was replayed need not be again: Kafka's recovery ends with a snapshot too. A
 		// log with nothing to replay (new, or read whole from a snapshot) writes none.
-		if err := ps.writeSnapshot(leo, true, false); err != nil {
+		ps.unsynced = ps.recoverySyncedLater
+		if err := ps.writeSnapshot(leo, !ps.recoverySyncedLater, false); err != nil {
 			l.logger.Warn("producer snapshot not written after recovery; the next one replays more", "err", err)
 		}
 	}
