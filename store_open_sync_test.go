@@ -3,8 +3,8 @@ package commitlog
 import (
 	"context"
 	"errors"
-	"os"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
