@@ -181,9 +181,10 @@ func (s *Segment) Load(full bool, cutFrom int64) (LoadReport, error) {
 // an idle one: its indexes are opened (writable, preallocated) by the first read or append that
 // needs its files (ensureOpen, OpenFiles), and in a store of thousands of partitions most are
 // never opened until used. Before it trusts them unopened it looks at their sizes: an offset index
-// holding no entry and a time index holding at most the entry a close writes; anything else, or a
-// batch the scan cannot read, and loaded is false, with the segment as Open left it, for Load's
-// checked path. The time index's entry is checked when the files first open (see openLocked).
+// holding no entry and a time index of whole entries (each clean close adds the segment's largest
+// timestamp when it grew) no larger than segment.index.bytes; anything else, or a batch the scan
+// cannot read, and loaded is false, with the segment as Open left it, for Load's checked path.
+// The time index's entries are checked when the files first open (see openLocked).
 func (s *Segment) loadClosed() (loaded bool, err error) {
 	size := s.size.Load()
 	if size > int64(s.cfg.Load().IndexIntervalBytes) {
@@ -192,7 +193,7 @@ func (s *Segment) loadClosed() (loaded bool, err error) {
 	if fi, err := s.fs.Stat(s.Path(IndexSuffix)); err != nil || fi.Size() != 0 {
 		return false, nil
 	}
-	if fi, err := s.fs.Stat(s.Path(TimeIndexSuffix)); err != nil || (fi.Size() != 0 && fi.Size() != index.TimeEntrySize) {
+	if fi, err := s.fs.Stat(s.Path(TimeIndexSuffix)); err != nil || fi.Size()%index.TimeEntrySize != 0 || fi.Size() > int64(s.cfg.Load().SegmentIndexBytes) {
 		return false, nil
 	}
 	r, err := s.scanFrom(0, NoCut)

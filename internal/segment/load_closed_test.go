@@ -14,9 +14,9 @@ import (
 // After a clean close, an active segment of no more than index.interval.bytes loads without
 // opening its indexes (loadClosed), and the first append opens them; its state is then exactly
 // that of the same segment loaded the checked way (no file cache: Load opens and checks the
-// indexes). A segment past the interval, an offset index holding an entry, or a time index of
-// another size than the close's one entry load the checked way, files open; a time index entry
-// that fails its check is emptied at the first open.
+// indexes). A segment past the interval, an offset index holding an entry, or a time index that
+// is not whole entries load the checked way, files open; time index entries that fail their
+// check are emptied at the first open.
 func TestLoadClosedSmallActiveSegment(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -32,13 +32,27 @@ func TestLoadClosedSmallActiveSegment(t *testing.T) {
 				writeAt(t, fsy, s.Path(IndexSuffix), binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, 5), 166))
 			}},
 		// Rebuilt by the checked path: no entry is due within the interval.
-		{name: "time index of two entries", interval: 4096, closed: false, entries: nil,
+		{name: "time index of a partial entry", interval: 4096, closed: false, entries: nil,
 			damage: func(t *testing.T, fsy fsys.FS, s *Segment) {
 				f, err := fsy.OpenFile(s.Path(TimeIndexSuffix), os.O_RDWR, 0)
 				require.NoError(t, err)
-				_, err = f.WriteAt(make([]byte, 12), 12) // a zero entry after the close's
+				_, err = f.WriteAt(make([]byte, 5), 12)
 				require.NoError(t, err)
 				require.NoError(t, f.Close())
+			}},
+		// Two clean closes, each after an append, leave two entries: loaded closed, kept.
+		{name: "time index of two entries", interval: 4096, closed: true, entries: [][2]int64{{1004, 104}, {2004, 109}},
+			damage: func(t *testing.T, fsy fsys.FS, s *Segment) {
+				b := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(nil, 1004), 4)
+				b = binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(b, 2004), 9)
+				writeAt(t, fsy, s.Path(TimeIndexSuffix), b)
+			}},
+		// Not in order: emptied at the first open.
+		{name: "time index entries out of order", interval: 4096, closed: true, entries: nil,
+			damage: func(t *testing.T, fsy fsys.FS, s *Segment) {
+				b := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(nil, 2004), 9)
+				b = binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(b, 1004), 4)
+				writeAt(t, fsy, s.Path(TimeIndexSuffix), b)
 			}},
 		{name: "time index entry past the data", interval: 4096, closed: true, entries: nil,
 			damage: func(t *testing.T, fsy fsys.FS, s *Segment) {

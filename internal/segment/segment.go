@@ -400,10 +400,10 @@ func (s *Segment) openLocked() error {
 		return errors.Join(err, f.Close())
 	}
 	if s.checkTimeIndex {
-		// Loaded closed: the time index, unread until now, holds at most the entry a clean close
-		// wrote (its offset index none). One that does not check out is emptied, as Load
-		// rebuilds one; the segment's largest timestamp is in memory, and the next seal or
-		// close writes its entry.
+		// Loaded closed: the time index, unread until now, holds the entries clean closes wrote
+		// (its offset index none). One that does not check out is emptied, as Load rebuilds
+		// one; the segment's largest timestamp is in memory, and the next seal or close writes
+		// its entry.
 		s.checkTimeIndex = false
 		if err := s.timeIdx.Check(s.checkTimeIndexBelow - 1); err != nil && !s.sealed {
 			s.timeIdx.Reset()
