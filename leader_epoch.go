@@ -402,6 +402,9 @@ type leaderEpochFile struct {
 	// into place (finishPending): see openSyncedLater in options.go.
 	deferSync bool
 	pending   bool
+	// noTemp says that the folder's listing at open held no temporary checkpoint: read has none
+	// to remove.
+	noTemp bool
 }
 
 // read loads the cache from the file, and removes a temporary file a crash left. A missing file
@@ -422,7 +425,9 @@ func (f *leaderEpochFile) read() (rebuild bool, err error) {
 			f.epochCache = c
 		}
 	}
-	f.fs.Remove(f.path + checkpoint.TempSuffix)
+	if !f.noTemp {
+		f.fs.Remove(f.path + checkpoint.TempSuffix)
+	}
 	return rebuild, nil
 }
 

@@ -58,6 +58,9 @@ type producerState struct {
 	recoverySyncedLater bool
 	// unsynced says that a snapshot was written so, for Store.Open to sync.
 	unsynced bool
+	// listing is the folder's listing the log's load read, set for the producer state's load at
+	// open: removeSnapshots uses it rather than listing the folder again (nil: it lists).
+	listing []fs.DirEntry
 }
 
 // snapshotCurrent reports whether the snapshot file at offset is durable and holds the state as
@@ -125,9 +128,12 @@ func (ps *producerState) writeSnapshotVia(offset int64, syncFile, durable bool, 
 // interrupted write, and returns the offsets of the snapshot files it kept, ascending (from the
 // one folder listing, which the load then reads the newest of: readLatest).
 func (ps *producerState) removeSnapshots(drop func(off int64) bool) ([]int64, error) {
-	entries, err := ps.fs.ReadDir(ps.dir)
-	if err != nil {
-		return nil, fmt.Errorf("commitlog: list %s: %w", ps.dir, err)
+	entries := ps.listing
+	if entries == nil {
+		var err error
+		if entries, err = ps.fs.ReadDir(ps.dir); err != nil {
+			return nil, fmt.Errorf("commitlog: list %s: %w", ps.dir, err)
+		}
 	}
 	var errs []error
 	var kept []int64

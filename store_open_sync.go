@@ -1,6 +1,7 @@
 package commitlog
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/commitlog-go/commitlog/internal/fsys"
@@ -64,10 +65,8 @@ func (s *Store) syncOpened() error {
 	if len(logs) == 0 {
 		return nil
 	}
-	for _, l := range logs {
-		if err := l.epochs.finishPending(); err != nil {
-			return err
-		}
+	if err := errors.Join(s.workers.all(len(logs), func(i int) error { return logs[i].epochs.finishPending() })...); err != nil {
+		return err
 	}
 	if _, err := fsys.SyncFileSystem(s.o.fs, s.dir); err != nil {
 		return fmt.Errorf("commitlog: sync the file system of %s: %w", s.dir, err)
