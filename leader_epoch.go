@@ -397,6 +397,14 @@ type leaderEpochFile struct {
 	fs     fsys.FS
 	path   string
 	logger *slog.Logger
+	// deferSync makes write leave the new checkpoint unsynced under its temporary name, pending
+	// set, for Store.Open to sync with every other log's in one file-system sync and then rename
+	// into place (finishPending): see openSyncedLater in options.go.
+	deferSync bool
+	pending   bool
+	// noTemp says that the folder's listing at open held no temporary checkpoint: read has none
+	// to remove.
+	noTemp bool
 }
 
 // read loads the cache from the file, and removes a temporary file a crash left. A missing file
@@ -417,15 +425,40 @@ func (f *leaderEpochFile) read() (rebuild bool, err error) {
 			f.epochCache = c
 		}
 	}
-	f.fs.Remove(f.path + checkpoint.TempSuffix)
+	if !f.noTemp {
+		f.fs.Remove(f.path + checkpoint.TempSuffix)
+	}
 	return rebuild, nil
 }
 
-// write checkpoints the cache atomically (temp file, fsync, rename, directory fsync).
+// write checkpoints the cache atomically (temp file, fsync, rename, directory fsync). With
+// deferSync set it only writes the temporary file, unsynced, and leaves it pending.
 func (f *leaderEpochFile) write() error {
+	if f.deferSync {
+		if err := checkpoint.WriteTempUnsynced(f.fs, f.path, f.encode()); err != nil {
+			return fmt.Errorf("commitlog: write %s: %w", f.path, err)
+		}
+		f.pending = true
+		return nil
+	}
+	f.pending = false // the temporary file is written again and renamed below
 	if err := checkpoint.WriteRaw(f.fs, f.path, f.encode()); err != nil {
 		return fmt.Errorf("commitlog: write %s: %w", f.path, err)
 	}
+	return nil
+}
+
+// finishPending renames the checkpoint a deferred write left under its temporary name into place,
+// once the caller has made that file durable (fsys.SyncFileSystem); the caller makes the rename
+// durable in turn before it relies on it. A no-op when nothing is pending.
+func (f *leaderEpochFile) finishPending() error {
+	if !f.pending {
+		return nil
+	}
+	if err := f.fs.Rename(f.path+checkpoint.TempSuffix, f.path); err != nil {
+		return fmt.Errorf("commitlog: write %s: %w", f.path, err)
+	}
+	f.pending = false
 	return nil
 }
 

@@ -4,13 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/commitlog-go/commitlog/internal/checkpoint"
 	"github.com/commitlog-go/commitlog/internal/fsys"
 	"github.com/commitlog-go/commitlog/internal/producerstate"
 	"github.com/commitlog-go/commitlog/internal/segment"
@@ -193,11 +196,14 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	ld := logLoader{fs: l.fs, dir: dir, logger: l.logger, sync: l.sync, segCfg: l.segConf(), caches: l.caches, state: &l.state,
 		folderSyncedLater: o.newFolderSyncedLater}
 	// The loader works on the segments' files as the writer does: the file cache must not close
-	// them under it.
+	// them under it. Held until the producer state is loaded: the leader epochs' and the
+	// producers' replays read the active segment the loader recovered, which the cache would
+	// otherwise close (a store of thousands of partitions is over its bound) and the reads open
+	// again, preallocating and mapping its indexes once more.
 	l.appendMu.Lock()
 	rec, err := ld.run(rewriteFrom)
-	l.appendMu.Unlock()
 	if err != nil {
+		l.appendMu.Unlock()
 		return nil, err
 	}
 	l.segments, l.logStartOffset, l.recoveryPoint = rec.segments, rec.logStartOffset, rec.recoveryPoint
@@ -211,12 +217,19 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	}
 	// A log no replication drives starts a new leader epoch after an unclean shutdown: its end
 	// may lie below what its readers saw (see leaderEpochFile.startAbove).
-	l.epochs = leaderEpochFile{fs: l.fs, path: filepath.Join(l.dir, leaderEpochFileName), logger: l.logger}
+	l.epochs = leaderEpochFile{fs: l.fs, path: filepath.Join(l.dir, leaderEpochFileName), logger: l.logger, deferSync: o.openSyncedLater,
+		noTemp: rec.entries != nil && !slices.ContainsFunc(rec.entries, func(e fs.DirEntry) bool { return e.Name() == leaderEpochFileName+checkpoint.TempSuffix })}
 	if err := l.epochs.load(epochsFrom, l.logStartOffset, l.active().NextOffset(), haveState && !st.clean && !replicated && !st.legacy.present, l.ReadRange); err != nil {
+		l.appendMu.Unlock()
 		return nil, err
 	}
+	l.epochs.deferSync = false // writes from now on are synced as they are made
 	l.leaderEpoch = max(l.latestEpoch(), 0)
-	if err := l.loadProducerState(haveState && st.clean); err != nil {
+	l.producers.recoverySyncedLater, l.producers.listing = o.openSyncedLater, rec.entries
+	err = l.loadProducerState(haveState && st.clean)
+	l.producers.recoverySyncedLater, l.producers.listing = false, nil
+	l.appendMu.Unlock()
+	if err != nil {
 		return nil, err
 	}
 	l.flusher.start(l.sync, l, &l.spares, l.logger)

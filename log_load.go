@@ -35,6 +35,10 @@ type logLoader struct {
 	// is created: the caller fsyncs the folder before it relies on it (options.newFolderSyncedLater).
 	folderSyncedLater bool
 
+	// entries is the folder's listing as listSegments read it: the producer state's load finds
+	// its snapshots in it rather than listing the folder again (the loader deletes no snapshot).
+	entries []fs.DirEntry
+
 	// loadedLog is what load has recovered so far: the segments it opened (closed by run if
 	// recovery fails), then the log start offset and recovery point.
 	loadedLog
@@ -43,7 +47,8 @@ type logLoader struct {
 // loadedLog is a recovered log as the loader returns it, for openLog to install in the Log:
 // Kafka's LoadedLogOffsets with the segments (Kafka's LogSegments) they describe.
 type loadedLog struct {
-	segments       segmentList // ordered by base offset; the last is the active segment
+	segments       segmentList   // ordered by base offset; the last is the active segment
+	entries        []fs.DirEntry // the folder's listing at load (logLoader.entries)
 	logStartOffset int64
 	recoveryPoint  int64 // the recovered log end offset, as load checkpoints it
 }
@@ -62,6 +67,7 @@ func (ld *logLoader) run(rewriteFrom int64) (loadedLog, error) {
 		}
 		return loadedLog{}, err
 	}
+	ld.loadedLog.entries = ld.entries
 	return ld.loadedLog, nil
 }
 
@@ -302,6 +308,7 @@ func (ld *logLoader) listSegments() (bases []int64, retiring bool, err error) {
 			return nil, false, fmt.Errorf("commitlog: list %s: %w", ld.dir, err)
 		}
 	}
+	ld.entries = entries
 	logs := map[int64]bool{}
 	for _, e := range entries {
 		if base, ok := segment.ParseName(e.Name(), segment.LogSuffix); ok && !e.IsDir() {

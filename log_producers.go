@@ -51,6 +51,16 @@ type producerState struct {
 	durableOff   int64
 	durableBytes []byte
 	durableOK    bool
+	// recoverySyncedLater leaves out the fsync of the snapshot written after a replay at open:
+	// Store.Open syncs the file system before it relies on it (options.openSyncedLater). Until
+	// then a power loss may leave the snapshot torn or empty, which loading deletes (it is the
+	// newest), reading the one before and replaying from there.
+	recoverySyncedLater bool
+	// unsynced says that a snapshot was written so, for Store.Open to sync.
+	unsynced bool
+	// listing is the folder's listing the log's load read, set for the producer state's load at
+	// open: removeSnapshots uses it rather than listing the folder again (nil: it lists).
+	listing []fs.DirEntry
 }
 
 // snapshotCurrent reports whether the snapshot file at offset is durable and holds the state as
@@ -118,9 +128,12 @@ func (ps *producerState) writeSnapshotVia(offset int64, syncFile, durable bool, 
 // interrupted write, and returns the offsets of the snapshot files it kept, ascending (from the
 // one folder listing, which the load then reads the newest of: readLatest).
 func (ps *producerState) removeSnapshots(drop func(off int64) bool) ([]int64, error) {
-	entries, err := ps.fs.ReadDir(ps.dir)
-	if err != nil {
-		return nil, fmt.Errorf("commitlog: list %s: %w", ps.dir, err)
+	entries := ps.listing
+	if entries == nil {
+		var err error
+		if entries, err = ps.fs.ReadDir(ps.dir); err != nil {
+			return nil, fmt.Errorf("commitlog: list %s: %w", ps.dir, err)
+		}
 	}
 	var errs []error
 	var kept []int64
@@ -246,7 +259,8 @@ func (l *Log) loadProducerState(lastTwo bool) error {
 	if from < leo {
 		// What was replayed need not be again: Kafka's recovery ends with a snapshot too. A
 		// log with nothing to replay (new, or read whole from a snapshot) writes none.
-		if err := ps.writeSnapshot(leo, true, false); err != nil {
+		ps.unsynced = ps.recoverySyncedLater
+		if err := ps.writeSnapshot(leo, !ps.recoverySyncedLater, false); err != nil {
 			l.logger.Warn("producer snapshot not written after recovery; the next one replays more", "err", err)
 		}
 	}

@@ -52,6 +52,12 @@ type options struct {
 	// creator (writeNewPartitionFiles) fsyncs its folder once its files are all written: the
 	// load leaves out the folder fsync after it creates the first segment.
 	newFolderSyncedLater bool
+	// openSyncedLater says that the logs are opened by Store.Open on a file system it syncs in one
+	// call (fsys.FileSystemSyncer): what their recovery writes (the producer snapshot after a
+	// replay, the leader epoch checkpoint under its temporary name) is left unsynced, and Open
+	// syncs the file system, renames the epoch checkpoints into place and syncs it again, before
+	// it writes the store's checkpoints or removes the clean shutdown marker (store_open_sync.go).
+	openSyncedLater bool
 	// parallelLogs is how many logs a store opens and closes at once (0: parallelLogs, see
 	// log_workers.go); tests that replay a store's file operations in order set 1.
 	parallelLogs int

@@ -124,7 +124,12 @@ func Open(dir string, opts ...Option) (s *Store, err error) {
 			s = nil
 		}
 	}()
+	// The logs' recovery writes are synced at once by syncOpened (store_open_sync.go).
+	s.o.openSyncedLater = fsys.CanSyncFileSystem(o.fs)
 	if err := s.load(); err != nil {
+		return nil, err
+	}
+	if err := s.syncOpened(); err != nil {
 		return nil, err
 	}
 	if err := s.checkpointLogDir(); err != nil {

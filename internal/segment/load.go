@@ -78,6 +78,11 @@ type CorruptBatch struct {
 // system's, and index errors other than a corrupt or missing index (those are rebuilt).
 func (s *Segment) Load(full bool, cutFrom int64) (LoadReport, error) {
 	rep := LoadReport{BadPos: -1, TxnIndexReset: s.txnReset}
+	if !full && !s.sealed && cutFrom == NoCut && s.files != nil {
+		if loaded, err := s.loadClosed(); err != nil || loaded {
+			return rep, err
+		}
+	}
 	if full && !s.sealed {
 		// The rebuild empties the indexes anyway. Opened as they are, the files a crash left
 		// at their grown size (up to segment.index.bytes, 10 MiB by default) would first get
@@ -165,6 +170,46 @@ func (s *Segment) Load(full bool, cutFrom int64) (LoadReport, error) {
 	// by its writable indexes.
 	s.files.add(s)
 	return rep, nil
+}
+
+// loadClosed is Load of an active segment trusted as it is (a clean shutdown) whose .log file
+// holds no more than index.interval.bytes: such a segment's offset index holds no entry (the
+// first entry is written once more than that many bytes precede a batch), so a scan of the whole
+// file costs what a scan from the last entry would, and the index files need not be opened. As
+// Kafka's LogSegment holds its indexes as LazyIndex, opened on first access, and its LogLoader
+// reads no index after a clean shutdown, the segment is loaded closed, as the file cache leaves
+// an idle one: its indexes are opened (writable, preallocated) by the first read or append that
+// needs its files (ensureOpen, OpenFiles), and in a store of thousands of partitions most are
+// never opened until used. Before it trusts them unopened it looks at their sizes: an offset index
+// holding no entry and a time index of whole entries (each clean close adds the segment's largest
+// timestamp when it grew) no larger than segment.index.bytes; anything else, or a batch the scan
+// cannot read, and loaded is false, with the segment as Open left it, for Load's checked path.
+// The time index's entries are checked when the files first open (see openLocked).
+func (s *Segment) loadClosed() (loaded bool, err error) {
+	size := s.size.Load()
+	if size > int64(s.cfg.Load().IndexIntervalBytes) {
+		return false, nil
+	}
+	if fi, err := s.fs.Stat(s.Path(IndexSuffix)); err != nil || fi.Size() != 0 {
+		return false, nil
+	}
+	if fi, err := s.fs.Stat(s.Path(TimeIndexSuffix)); err != nil || fi.Size()%index.TimeEntrySize != 0 || fi.Size() > int64(s.cfg.Load().SegmentIndexBytes) {
+		return false, nil
+	}
+	r, err := s.scanFrom(0, NoCut)
+	if err != nil {
+		return false, err
+	}
+	if r.BadPos >= 0 || len(r.Corrupt) > 0 {
+		// Load's checked path reports and handles it, from a fresh state.
+		s.size.Store(size)
+		s.nextOffset, s.maxTimestamp, s.offsetOfMaxTimestamp, s.rollTimestamp = s.baseOffset, -1, -1, -1
+		s.bytesSinceIndex = 0
+		return false, nil
+	}
+	s.isOpen.Store(false)
+	s.checkTimeIndex, s.checkTimeIndexBelow = true, s.nextOffset
+	return true, s.file.Close()
 }
 
 // recreateIndexes replaces the segment's index files with empty writable ones.
@@ -280,7 +325,7 @@ func (s *Segment) scanFrom(pos, cutFrom int64) (LoadReport, error) {
 			sc.skip(h)
 			continue
 		}
-		if afterCorrupt && !s.sealed && s.offsetIdx.CanAppend(h.BaseOffset) {
+		if afterCorrupt && !s.sealed && s.offsetIdx != nil && s.offsetIdx.CanAppend(h.BaseOffset) {
 			// A read finds its batch by the last offsets in the headers from the index entry
 			// before it on, and a corrupt batch's header may claim any: an entry at this batch's
 			// base offset starts the reads of its offsets here, past the corrupt ones, which
@@ -309,8 +354,13 @@ func (s *Segment) scanFrom(pos, cutFrom int64) (LoadReport, error) {
 // indexLoaded is indexBatch for a batch found on disk: a sealed segment's read-only indexes are
 // already complete, so only the in-memory state moves.
 func (s *Segment) indexLoaded(b BatchInfo) error {
-	if !s.sealed {
+	if !s.sealed && s.offsetIdx != nil {
 		return s.IndexBatch(b)
+	}
+	if !s.sealed {
+		// Loaded closed (loadClosed): the batch is counted as IndexBatch counts it, its index
+		// files untouched (the scan covers no more than index.interval.bytes: no entry is due).
+		s.bytesSinceIndex += b.Size
 	}
 	if s.rollTimestamp < 0 {
 		s.rollTimestamp = b.MaxTimestamp

@@ -178,6 +178,12 @@ type Segment struct {
 	// bytesSinceIndex counts bytes appended since the last offset index entry.
 	bytesSinceIndex int
 	sealed          bool
+	// checkTimeIndex is set by a load that left the files closed (loadClosed), and
+	// checkTimeIndexBelow to the segment's next offset then: the first open checks the time
+	// index's entries against it, empties an index that fails, and clears checkTimeIndex.
+	// Guarded by openMu.
+	checkTimeIndex      bool
+	checkTimeIndexBelow int64
 
 	// refs counts reads in progress; a retired segment's files are closed and removed only
 	// when it drops to 0 (and its delete delay has passed), and only a segment at 0 is closed for
@@ -392,6 +398,16 @@ func (s *Segment) openLocked() error {
 	if err := s.openIndexes(!s.sealed); err != nil {
 		s.pinned.Store(pinned)
 		return errors.Join(err, f.Close())
+	}
+	if s.checkTimeIndex {
+		// Loaded closed: the time index, unread until now, holds the entries clean closes wrote
+		// (its offset index none). One that does not check out is emptied, as Load rebuilds
+		// one; the segment's largest timestamp is in memory, and the next seal or close writes
+		// its entry.
+		s.checkTimeIndex = false
+		if err := s.timeIdx.Check(s.checkTimeIndexBelow - 1); err != nil && !s.sealed {
+			s.timeIdx.Reset()
+		}
 	}
 	s.isOpen.Store(true)
 	s.files.add(s)
