@@ -202,6 +202,8 @@ func (s *Store) createTopics(names []string, cfgs map[string]TopicConfig) ([]*To
 		}
 		if serr := s.saveConfigs(); serr != nil {
 			s.o.logger.Error("topic configs not restored after a failed create", "topics", names, "err", serr)
+		} else if serr := s.finishCreating(); serr != nil {
+			s.o.logger.Error("creation marker not removed after a failed create", "topics", names, "err", serr)
 		}
 		return nil, err
 	}
