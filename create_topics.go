@@ -128,31 +128,62 @@ func (s *Store) checkTopicFree(name string, cfg TopicConfig, batch []string) err
 //
 //  1. The creation marker names them all, durable before their configuration: it tells the next
 //     Open that folders missing for them were never made, where a missing folder of any other
-//     topic is lost data (ErrPartitionMissing).
-//  2. The configurations, in one atomic write of the topics file: a crash before it leaves none
-//     of the topics, after it all of them, whose missing folders the next Open makes. Never a
-//     folder before its configuration is durable: a restart would adopt it as a topic of
-//     Kafka's default configuration.
-//  3. Every partition folder, then one fsync of the store's folder.
-//  4. Every partition's files (writeNewPartitionFiles) on the store's workers: a crash part-way
-//     leaves folders without partition.metadata, which the next Open writes with the ID of the
-//     topic's folders that have it (the marker is still there).
-//  5. The marker's removal (finishCreating).
+//     topic is lost data (ErrPartitionMissing). Meanwhile (on another worker) the new topics
+//     file is written to its temporary name and fsynced: nothing reads that file, and the next
+//     Open removes it.
+//  2. The configurations, the temporary topics file renamed over the topics file and the store's
+//     folder fsynced, one atomic change: a crash before it leaves none of the topics, after it
+//     all of them, whose missing folders the next Open makes. Never a folder before its
+//     configuration is durable: a restart would adopt it as a topic of Kafka's default
+//     configuration.
+//  3. Every partition folder (not synced yet), every log opened, every partition's files
+//     (writeNewPartitionsFiles) on the store's workers, each partition folder fsynced: a crash
+//     part-way leaves folders without partition.metadata, which the next Open writes with the
+//     ID of the topic's folders that have it, or missing folders, which it makes (the marker is
+//     still there).
+//  4. One fsync of the store's folder for all the partition folders, then the marker's removal,
+//     not synced: the marker is needed until the folders are durable, and no longer after. A
+//     power loss that brings it back names topics that are complete; the next Open finds
+//     nothing to make and removes it (any later fsync of the store's folder, by the next
+//     creation, deletion or Close, makes the removal durable first).
 func (s *Store) createTopics(names []string, cfgs map[string]TopicConfig) ([]*Topic, error) {
-	if err := checkpoint.Write(s.o.fs, filepath.Join(s.dir, creatingFileName), encodeCreating(names)); err != nil {
-		return nil, err
-	}
 	for _, name := range names {
 		s.configs[name] = cfgs[name]
 	}
-	if err := s.saveConfigs(); err != nil {
+	topicsPath := filepath.Join(s.dir, topicsFileName)
+	b, err := encodeTopicConfigs(s.configs)
+	if err == nil {
+		err = errors.Join(s.workers.all(2, func(i int) error {
+			if i == 0 {
+				return checkpoint.Write(s.o.fs, filepath.Join(s.dir, creatingFileName), encodeCreating(names))
+			}
+			return checkpoint.WriteTemp(s.o.fs, topicsPath, b)
+		})...)
+		if err != nil {
+			s.o.fs.Remove(topicsPath + checkpoint.TempSuffix)
+		}
+	}
+	committed := false
+	if err == nil {
+		err = checkpoint.CommitTemp(s.o.fs, topicsPath)
+		committed = err == nil
+		if committed {
+			err = s.o.fs.SyncDir(s.dir)
+		}
+	}
+	if err != nil {
 		for _, name := range names {
 			delete(s.configs, name)
+		}
+		if !committed {
+			// The topics file on disk is the one before the call.
+		} else if serr := s.saveConfigs(); serr != nil {
+			s.o.logger.Error("topic configs not restored after a failed create", "topics", names, "err", serr)
 		}
 		return nil, errors.Join(err, s.finishCreating())
 	}
 	topics := make([]*Topic, len(names))
-	err := s.makeTopicsDirs(names, cfgs)
+	err = s.makeTopicsDirs(names, cfgs)
 	if err == nil {
 		// All the topics at once, each one's partitions on the store's workers, as Open
 		// opens them.
@@ -177,7 +208,15 @@ func (s *Store) createTopics(names []string, cfgs map[string]TopicConfig) ([]*To
 		}
 		err = writeNewPartitionsFiles(s.o.fs, s.dir, s.workers, parts, partIDs)
 		if err == nil {
-			err = s.finishCreating()
+			if err = s.o.fs.SyncDir(s.dir); err != nil {
+				err = fmt.Errorf("commitlog: sync %s: %w", s.dir, err)
+			}
+		}
+		if err == nil {
+			path := filepath.Join(s.dir, creatingFileName)
+			if err = s.o.fs.Remove(path); err != nil {
+				err = fmt.Errorf("commitlog: remove %s: %w", path, err)
+			}
 		}
 	}
 	if err != nil {
@@ -215,10 +254,9 @@ func (s *Store) createTopics(names []string, cfgs map[string]TopicConfig) ([]*To
 }
 
 // makeTopicsDirs makes the folders of the partitions of the new topics names, with their counts
-// in cfgs, on the store's workers, and then syncs the store's folder once for all of them, where each log opening its
-// missing folder would sync it for its own (fsys.MkdirAllDurable, which finds them made): one
-// fsync per call instead of one per partition, and the folders are as durable before their logs
-// open.
+// in cfgs, on the store's workers, without syncing the store's folder: createTopics syncs it once
+// for all of them after their files are written, where each log opening its missing folder would
+// sync it for its own (fsys.MkdirAllDurable, which finds them made).
 func (s *Store) makeTopicsDirs(names []string, cfgs map[string]TopicConfig) error {
 	var dirs []string
 	for _, name := range names {
@@ -227,18 +265,12 @@ func (s *Store) makeTopicsDirs(names []string, cfgs map[string]TopicConfig) erro
 		}
 	}
 	// On the store's workers: making a folder costs the file system's time more than the disk's.
-	if err := errors.Join(s.workers.each(len(dirs), func(i int) error {
+	return errors.Join(s.workers.each(len(dirs), func(i int) error {
 		if err := s.o.fs.MkdirAll(dirs[i], 0o755); err != nil {
 			return fmt.Errorf("commitlog: create %s: %w", dirs[i], err)
 		}
 		return nil
-	})...); err != nil {
-		return err
-	}
-	if err := s.o.fs.SyncDir(s.dir); err != nil {
-		return fmt.Errorf("commitlog: sync %s: %w", s.dir, err)
-	}
-	return nil
+	})...)
 }
 
 // encodeCreating is the creation marker's payload: the names of the topics being created, one a

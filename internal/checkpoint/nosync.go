@@ -56,8 +56,8 @@ func WriteRawTemp(fsy fsys.FS, name string, data []byte) error {
 	return err
 }
 
-// CommitTemp renames name+".tmp", written by WriteRawTemp and made durable since by the caller,
-// over name. The rename is durable once the caller syncs the directory (or the file system).
+// CommitTemp renames name+".tmp", written by WriteTemp (synced) or by WriteRawTemp and made
+// durable since by the caller, over name. The rename is durable once the caller syncs the directory (or the file system).
 // On an error the temporary file is removed.
 func CommitTemp(fsy fsys.FS, name string) error {
 	tmp := name + TempSuffix
