@@ -490,6 +490,10 @@ func (s *Store) Dir() string { return s.dir }
 // one whose partition folder exists as a symbolic link, ErrTopicExists for a held name or one
 // differing only in case, ErrInvalidConfig for a config value out of range (Partitions above
 // MaxPartitions included), ErrClosed after Close.
+//
+// It is a CreateTopics call of one topic: to create many, one CreateTopics call shares the
+// durable writes (the creation marker, the topics file, the fsync of the store's folder) that
+// CreateTopic takes for each.
 func (s *Store) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	// A CreateTopics of one (create_topics.go), its rounds of durable writes and crash model.
 	r := s.CreateTopics(map[string]TopicConfig{name: cfg})[name]
