@@ -44,6 +44,35 @@ func ExampleOpen() {
 	// Output: [orders] 3 partitions, segments of 1024 MiB
 }
 
+// Create many topics in one call, as one Kafka CreateTopics request: each name is answered with
+// its topic or its own error, and the topics that pass are created together.
+func ExampleStore_CreateTopics() {
+	s, err := commitlog.OpenInMemory()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateTopic("orders", commitlog.TopicConfig{}); err != nil {
+		log.Fatal(err)
+	}
+	res := s.CreateTopics(map[string]commitlog.TopicConfig{
+		"payments": {Partitions: 6},
+		"audit":    {},
+		"orders":   {Partitions: 2},
+	})
+	for _, name := range []string{"audit", "orders", "payments"} {
+		if r := res[name]; r.Err != nil {
+			fmt.Printf("%s: exists: %v\n", name, errors.Is(r.Err, commitlog.ErrTopicExists))
+		} else {
+			fmt.Printf("%s: %d partitions\n", name, r.Topic.PartitionCount())
+		}
+	}
+	// Output:
+	// audit: 1 partitions
+	// orders: exists: true
+	// payments: 6 partitions
+}
+
 // Append records: each key's records go to one partition, in order, and every record learns
 // its partition and offset.
 func ExampleTopic_Append() {

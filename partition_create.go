@@ -1,10 +1,12 @@
 package commitlog
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
 	"github.com/commitlog-go/commitlog/internal/checkpoint"
+	"github.com/commitlog-go/commitlog/internal/fsys"
 )
 
 // writeNewPartitionFiles writes the files a partition that CreateTopic or CreatePartitions just
@@ -38,6 +40,66 @@ func writeNewPartitionFiles(p *Partition, id TopicID) error {
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return fmt.Errorf("commitlog: sync %s: %w", l.dir, err)
+	}
+	return nil
+}
+
+// writeNewPartitionsFiles writes the new partitions' files (writeNewPartitionFiles; ids[i] is
+// parts[i]'s topic ID), all made durable before it returns, on the store's workers.
+//
+// A call of more partitions than the workers run at once, on a file system that can be synced in
+// one call (fsys.CanSyncFileSystem: syncfs(2) on Linux), writes them without an fsync each: every
+// partition's files are written to their ".tmp" names, one sync of the file system makes them
+// durable, each is renamed over its name, and a second sync makes the renames durable (and the
+// folders' segment files, as the folder fsync of writeNewPartitionFiles does). Two syncs rather
+// than three fsyncs a partition, thirty thousand for a CreateTopics of a thousand topics of ten
+// partitions; as for Store.Close, the syncs also flush what else is pending on that file system.
+// The crash model is writeNewPartitionFiles': the first sync makes each file's bytes durable
+// before its rename, so after a crash a file is whole or absent (its ".tmp" removed by the next
+// Open), and an absent one is written again by the next Open or the first append.
+func writeNewPartitionsFiles(fsy fsys.FS, dir string, workers logWorkers, parts []*Partition, ids []TopicID) error {
+	if len(parts) <= parallelLogs || !fsys.CanSyncFileSystem(fsy) {
+		return errors.Join(workers.each(len(parts), func(i int) error { return writeNewPartitionFiles(parts[i], ids[i]) })...)
+	}
+	written := make([][]string, len(parts)) // by partition, the files written to their temporary names
+	err := errors.Join(workers.each(len(parts), func(i int) error {
+		l := parts[i].log
+		path := filepath.Join(l.dir, partitionMetadataFileName)
+		if err := checkpoint.WriteRawTemp(l.fs, path, encodePartitionMetadata(ids[i])); err != nil {
+			return fmt.Errorf("commitlog: write %s: %w", path, err)
+		}
+		written[i] = append(written[i], path)
+		return l.writeFirstEpoch(func(fsy fsys.FS, name string, data []byte) error {
+			if err := checkpoint.WriteRawTemp(fsy, name, data); err != nil {
+				return err
+			}
+			written[i] = append(written[i], name)
+			return nil
+		})
+	})...)
+	if err == nil {
+		err = syncFileSystem(fsy, dir)
+	}
+	if err == nil {
+		err = errors.Join(workers.each(len(parts), func(i int) error {
+			for _, path := range written[i] {
+				if err := checkpoint.CommitTemp(parts[i].log.fs, path); err != nil {
+					return fmt.Errorf("commitlog: write %s: %w", path, err)
+				}
+			}
+			return nil
+		})...)
+	}
+	if err == nil {
+		err = syncFileSystem(fsy, dir)
+	}
+	return err
+}
+
+// syncFileSystem syncs the file system holding dir (fsys.SyncFileSystem), naming dir in its error.
+func syncFileSystem(fsy fsys.FS, dir string) error {
+	if _, err := fsys.SyncFileSystem(fsy, dir); err != nil {
+		return fmt.Errorf("commitlog: sync the file system of %s: %w", dir, err)
 	}
 	return nil
 }

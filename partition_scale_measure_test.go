@@ -19,7 +19,8 @@ import (
 )
 
 // The partition scale measurement: a store of many topics of several partitions each, one record
-// appended to every partition under SyncNever, created, closed, reopened after the clean close,
+// appended to every partition under SyncNever, created (in one CreateTopics call; the time of
+// one CreateTopic call a topic, in a store of its own, is printed first), closed, reopened after the clean close,
 // and reopened after a SIGKILL of a process that held it open. It prints the time of each step,
 // the descriptors the process holds (/proc/self/fd) and its resident memory (VmRSS of
 // /proc/self/status). It is a measurement, not a test: it runs only when
@@ -130,15 +131,33 @@ func TestPartitionScaleMeasure(t *testing.T) {
 	t.Logf("%d topics x %d partitions = %d partitions, SyncNever, one record each; before: descriptors %d, VmRSS %.1f MiB",
 		topics, partitions, topics*partitions, openDescriptors(t), float64(residentKiB(t))/1024)
 
+	// One CreateTopic call a topic, in a store of its own, removed afterwards.
+	loopDir := filepath.Join(t.TempDir(), "store-loop")
 	start := time.Now()
-	s, err := Open(dir, opts...)
+	s, err := Open(loopDir, opts...)
 	require.NoError(t, err)
 	for i := range topics {
 		_, err := s.CreateTopic(partitionScaleTopic(i), TopicConfig{Partitions: int32(partitions)})
 		require.NoError(t, err)
 	}
+	report("create (each)", time.Since(start))
+	require.NoError(t, s.Close())
+	require.NoError(t, os.RemoveAll(loopDir))
+
+	// Every topic in one CreateTopics call, as one Kafka CreateTopics request.
+	start = time.Now()
+	s, err = Open(dir, opts...)
+	require.NoError(t, err)
+	batch := make(map[string]TopicConfig, topics)
+	for i := range topics {
+		batch[partitionScaleTopic(i)] = TopicConfig{Partitions: int32(partitions)}
+	}
+	for name, r := range s.CreateTopics(batch) {
+		require.NoError(t, r.Err, name)
+	}
+	report("create (batch)", time.Since(start))
 	appendEach(t, s, topics, partitions, "created")
-	report("create+append", time.Since(start))
+	report("create (batch)+append", time.Since(start))
 
 	start = time.Now()
 	require.NoError(t, s.Close())

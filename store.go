@@ -25,9 +25,10 @@ import (
 // tools ignore files they do not know in a log directory.
 const topicsFileName = "commitlog-topics"
 
-// creatingFileName names the topic a CreateTopic is creating, written (durably) before its
-// configuration and removed once its folders exist: a partition folder missing for that topic at
-// the next Open is one the creation never made, not lost data.
+// creatingFileName names the topics a CreateTopics (or CreateTopic, CreatePartitions) is
+// creating, one a line, written (durably) before their configuration and removed once their
+// folders exist: a partition folder missing for such a topic at the next Open is one the
+// creation never made, not lost data.
 const creatingFileName = "commitlog-creating"
 
 // deleteSuffix marks a partition folder being deleted, as Kafka marks them; such folders are
@@ -242,10 +243,10 @@ func (s *Store) load() error {
 	if err != nil {
 		return fmt.Errorf("commitlog: list %s: %w", s.dir, err)
 	}
-	creating := ""
+	var creating map[string]bool // the topics a CreateTopics was creating
 	switch b, err := checkpoint.Read(s.o.fs, filepath.Join(s.dir, creatingFileName)); {
 	case err == nil:
-		creating = string(b)
+		creating = decodeCreating(b)
 	case !errors.Is(err, fs.ErrNotExist):
 		// Damaged: which topic was being created is unknown, so none is.
 		s.o.logger.Error("creation marker unreadable; ignored", "file", filepath.Join(s.dir, creatingFileName), "err", err)
@@ -329,7 +330,7 @@ func (s *Store) load() error {
 			changed = true
 			continue
 		}
-		if name != creating {
+		if !creating[name] {
 			if err := s.checkPartitionFolders(name); err != nil {
 				return err
 			}
@@ -375,8 +376,8 @@ func (s *Store) load() error {
 			return err
 		}
 	}
-	if creating != "" {
-		// The topic's folders exist now (or it is not configured: the creation failed).
+	if len(creating) > 0 {
+		// The topics' folders exist now (or it is not configured: the creation failed).
 		return s.finishCreating()
 	}
 	return nil
@@ -443,23 +444,6 @@ func (s *Store) finishCreating() error {
 	return s.o.fs.SyncDir(s.dir)
 }
 
-// makePartitionDirs makes the folders of a new topic's n partitions and then syncs the store's
-// folder once for all of them, where each log opening its missing folder would sync it for its
-// own (fsys.MkdirAllDurable, which finds them made): one fsync per topic instead of one per
-// partition, and the folders are as durable before their logs open.
-func (s *Store) makePartitionDirs(name string, n int32) error {
-	for p := range n {
-		dir := filepath.Join(s.dir, partitionDirName(name, p))
-		if err := s.o.fs.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("commitlog: create %s: %w", dir, err)
-		}
-	}
-	if err := s.o.fs.SyncDir(s.dir); err != nil {
-		return fmt.Errorf("commitlog: sync %s: %w", s.dir, err)
-	}
-	return nil
-}
-
 // checkCaseCollision returns ErrTopicExists when a held topic's name equals name but for case.
 func (s *Store) checkCaseCollision(name string) error {
 	return caseCollision(name, maps.Keys(s.topics))
@@ -511,90 +495,14 @@ func (s *Store) Dir() string { return s.dir }
 // one whose partition folder exists as a symbolic link, ErrTopicExists for a held name or one
 // differing only in case, ErrInvalidConfig for a config value out of range (Partitions above
 // MaxPartitions included), ErrClosed after Close.
+//
+// It is a CreateTopics call of one topic: to create many, one CreateTopics call shares the
+// durable writes (the creation marker, the topics file, the fsync of the store's folder) that
+// CreateTopic takes for each.
 func (s *Store) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
-	if err := checkTopicName(name); err != nil {
-		return nil, err
-	}
-	for _, internal := range []string{transactionStateTopic, consumerOffsetsTopic} {
-		// Its folders would be the coordinator's on a case-insensitive file system.
-		if strings.EqualFold(name, internal) {
-			return nil, fmt.Errorf("%w: %q collides with the internal topic %q on case-insensitive file systems", ErrInvalidTopicName, name, internal)
-		}
-	}
-	if cfg.Partitions == 0 {
-		cfg.Partitions = 1
-	}
-	if err := checkPartitionCount(cfg.Partitions); err != nil {
-		return nil, err
-	}
-	if _, _, err := cfg.LogConfig.resolve(s.o.sync); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, ErrClosed
-	}
-	if _, ok := s.topics[name]; ok {
-		return nil, fmt.Errorf("%w: %q", ErrTopicExists, name)
-	}
-	if err := s.checkCaseCollision(name); err != nil {
-		return nil, err
-	}
-	if link := s.symlinkedPartition(name, cfg.Partitions); link != "" {
-		return nil, fmt.Errorf("%w: %q: partition folder %s is a symbolic link", ErrInvalidTopicName, name, link)
-	}
-	// The configuration is durable before any folder exists: a crash in between leaves a
-	// configured topic whose missing folders the next Open creates, never folders that a
-	// restart would adopt as a topic of Kafka's default configuration. The creation marker,
-	// durable before the configuration, tells that Open these folders were never made, where
-	// a missing folder of any other topic is lost data (ErrPartitionMissing).
-	if err := checkpoint.Write(s.o.fs, filepath.Join(s.dir, creatingFileName), []byte(name)); err != nil {
-		return nil, err
-	}
-	s.configs[name] = cfg
-	if err := s.saveConfigs(); err != nil {
-		delete(s.configs, name)
-		return nil, errors.Join(err, s.finishCreating())
-	}
-	var t *Topic
-	err := s.makePartitionDirs(name, cfg.Partitions)
-	if err == nil {
-		t, err = openTopic(s, name, cfg, true)
-	}
-	if err == nil {
-		// Before the topic is returned (and before the creation marker goes): a crash part-way
-		// leaves folders without the file, which the next Open writes with the ID of the
-		// folders that have it, or a new ID when none has.
-		t.id = s.unusedTopicID()
-		parts := t.parts()
-		err = errors.Join(s.workers.each(len(parts), func(i int) error { return writeNewPartitionFiles(parts[i], t.id) })...)
-		if err == nil {
-			err = s.finishCreating()
-		}
-		if err != nil {
-			t.close()
-		}
-	}
-	if err != nil {
-		// The folders go first, durably, and then the configuration: the other way round, a
-		// power loss could keep a folder whose removal was not synced, and the restart would
-		// adopt it as a topic of Kafka's default configuration.
-		for i := range cfg.Partitions {
-			s.o.fs.RemoveAll(filepath.Join(s.dir, partitionDirName(name, i)))
-		}
-		if serr := s.o.fs.SyncDir(s.dir); serr != nil {
-			s.o.logger.Error("removal of a failed topic's folders not synced", "topic", name, "err", serr)
-		}
-		delete(s.configs, name)
-		if serr := s.saveConfigs(); serr != nil {
-			s.o.logger.Error("topic configs not restored after a failed create", "topic", name, "err", serr)
-		}
-		return nil, err
-	}
-	s.topics[name] = t
-	s.byID[t.id] = t
-	return t, nil
+	// A CreateTopics of one (create_topics.go), its rounds of durable writes and crash model.
+	r := s.CreateTopics(map[string]TopicConfig{name: cfg})[name]
+	return r.Topic, r.Err
 }
 
 // Topic returns the topic named name, or ErrUnknownTopic. ErrClosed after Close.

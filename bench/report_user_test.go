@@ -49,7 +49,7 @@ func hasLines(t *testing.T, report string, want ...string) {
 func TestReportUserPaths(t *testing.T) {
 	scale := func(createMS, closeMS, reopenMS float64, fds, seg int, rss int64) Result {
 		return Result{Records: 10_000, CPU: 3, PeakRSS: rss + 1<<20, Scale: &ScaleResult{Partitions: 10_000, Created: 10_000,
-			CreateMS: createMS, CloseMS: closeMS, ReopenMS: reopenMS, FDs: fds, SegmentFDs: seg, RSS: rss, FDLimit: 20_000, MaxOpenFiles: 1024}}
+			CreateMS: createMS, CreateEachMS: 6 * createMS, CloseMS: closeMS, ReopenMS: reopenMS, FDs: fds, SegmentFDs: seg, RSS: rss, FDLimit: 20_000, MaxOpenFiles: 1024}}
 	}
 	out := userReport(t, map[string]map[string][]Result{
 		"reader": {
@@ -74,7 +74,7 @@ func TestReportUserPaths(t *testing.T) {
 		"| (reader) | ≥0.8× Partition.Scan | 0.80× | met |",
 		"| (producers) 1 goroutine | ≥3.5k records/s (no slower than before coalescing) | 3.0k records/s | **missed** |",
 		"| (producers) 16 goroutines | ≥45.2k records/s (4× the 11.3k before coalescing) | 50.0k records/s | met |",
-		"| (scale) | create <10.00 s | 5.00 s | met |",
+		"| (scale) | create (one CreateTopics call) <10.00 s | 5.00 s | met |",
 		"| (scale) | clean close <2.00 s | 1.50 s | met |",
 		"| (scale) | reopen after a clean close <2.00 s | 1.00 s | met |",
 		"| (scale) | reopen after SIGKILL <10.00 s | failed | **missed** |",
@@ -92,7 +92,8 @@ func TestReportUserPaths(t *testing.T) {
 		"| groupsync | 30.0k ±0% | 3.5 | 2.00 | 0.000 | 20 MiB | 0.50 |  |",
 		"| **commitlog-Topic** | failed: disk full | | | | | | |",
 		// The scale table.
-		"| create: Open, 1,000 topics, one record in each of their 10,000 partitions | 5.00 s ±40% | create <10.00 s: 5.00 s **met** |",
+		"| create: Open, 1,000 topics in one CreateTopics call, one record in each of their 10,000 partitions | 5.00 s ±40% | create (one CreateTopics call) <10.00 s: 5.00 s **met** |",
+		"| create as above, one CreateTopic call a topic (in a store of its own; the target is the CreateTopics call's) | 30.00 s ±40% | |",
 		"| clean close (Store.Close) | 1.50 s ±100% | clean close <2.00 s: 1.50 s **met** |",
 		"| reopen after the clean close (Open) | 1.00 s ±20% | reopen after a clean close <2.00 s: 1.00 s **met** |",
 		"| reopen after SIGKILL (Open) | failed: the writer failed: create failed after 6,660 of 10,000 partitions (19,990 descriptors open at most, 19,980 of them segment files; limit 20,000): creating topic t00666: commitlog: topic t00666 partition 0: open t00666-0/00000000000000000000.txnindex: too many open files | reopen after SIGKILL <10.00 s: failed **missed** |",
@@ -123,7 +124,7 @@ func TestScaleVerdictsNotRun(t *testing.T) {
 		got = append(got, v.Target+": "+v.State())
 	}
 	want := []string{
-		"create <10.00 s (set for 1,000 × 10): n/a",
+		"create (one CreateTopics call) <10.00 s (set for 1,000 × 10): n/a",
 		"clean close <2.00 s (set for 1,000 × 10): n/a",
 		"reopen after a clean close <2.00 s (set for 1,000 × 10): n/a",
 		"reopen after SIGKILL <10.00 s (set for 1,000 × 10): n/a",

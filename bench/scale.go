@@ -18,9 +18,10 @@ import (
 )
 
 // The partition scale workload: one store of p.ScaleTopics topics of p.ScalePartitions
-// partitions, one record in each partition. Case "scale" creates it, closes it and opens it
-// again in one process; case "scalekill" has a grandchild (the bench binary in -fill-scale mode)
-// create it and kills it with SIGKILL, then opens the folder as it was left. Both report the
+// partitions, one record in each partition. Case "scale" creates it (its topics in one
+// Store.CreateTopics call; first, in another store, with one Store.CreateTopic call a topic, for
+// comparison), closes it and opens it again in one process; case "scalekill" has a grandchild
+// (the bench binary in -fill-scale mode) create it and kills it with SIGKILL, then opens the folder as it was left. Both report the
 // descriptors and the resident set of the process holding the store. A failure (typically
 // "too many open files") ends the case with an error, which the report shows as a failed row.
 
@@ -34,10 +35,14 @@ type ScaleResult struct {
 	// Created is how many partitions were created, with their record, before a failure.
 	Created int `json:"created"`
 	// CreateMS, CloseMS and ReopenMS are the times of the phases, in milliseconds (0 for a phase
-	// the case did not run).
+	// the case did not run). CreateMS creates every topic in one Store.CreateTopics call (as one
+	// Kafka CreateTopics request), then appends.
 	CreateMS float64 `json:"create_ms,omitempty"`
-	CloseMS  float64 `json:"close_ms,omitempty"`
-	ReopenMS float64 `json:"reopen_ms,omitempty"`
+	// CreateEachMS is the same creation with one Store.CreateTopic call a topic, in a store of
+	// its own (removed afterwards), in milliseconds; 0 when the case did not run it.
+	CreateEachMS float64 `json:"create_each_ms,omitempty"`
+	CloseMS      float64 `json:"close_ms,omitempty"`
+	ReopenMS     float64 `json:"reopen_ms,omitempty"`
 	// FDs is the most descriptors the process held while the store was open; SegmentFDs the
 	// most of them that were segment files.
 	FDs        int `json:"fds"`
@@ -77,20 +82,44 @@ func scaleRecord(gen *Gen, i int, id int32) *commitlog.Record {
 }
 
 // createScale opens a store in dir and creates every topic with one record a partition,
-// calling sample every scaleSampleEvery topics. It returns the store (nil when Open failed) and
-// the partitions created before an error.
-func createScale(dir string, p Params, gen *Gen, sample func()) (*commitlog.Store, int, error) {
+// calling sample every scaleSampleEvery topics. The topics are created in one
+// Store.CreateTopics call, or with each set in one Store.CreateTopic call a topic, then the
+// records appended. It returns the store (nil when Open failed) and the partitions created
+// before an error.
+func createScale(dir string, p Params, gen *Gen, sample func(), each bool) (*commitlog.Store, int, error) {
 	s, err := commitlog.Open(dir, scaleOptions(p)...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("opening the store: %w", err)
 	}
+	cfg := commitlog.TopicConfig{Partitions: int32(p.ScalePartitions)}
+	topics := make([]*commitlog.Topic, p.ScaleTopics)
+	if each {
+		for i := range topics {
+			if topics[i], err = s.CreateTopic(scaleTopic(i), cfg); err != nil {
+				return s, i * p.ScalePartitions, fmt.Errorf("creating topic %s: %w", scaleTopic(i), err)
+			}
+			if (i+1)%scaleSampleEvery == 0 {
+				sample()
+			}
+		}
+	} else {
+		batch := make(map[string]commitlog.TopicConfig, p.ScaleTopics)
+		for i := range topics {
+			batch[scaleTopic(i)] = cfg
+		}
+		res := s.CreateTopics(batch)
+		for i := range topics {
+			r := res[scaleTopic(i)]
+			if r.Err != nil {
+				return s, 0, fmt.Errorf("creating topic %s: %w", scaleTopic(i), r.Err)
+			}
+			topics[i] = r.Topic
+		}
+		sample()
+	}
 	ctx := context.Background()
 	created := 0
-	for i := range p.ScaleTopics {
-		t, err := s.CreateTopic(scaleTopic(i), commitlog.TopicConfig{Partitions: int32(p.ScalePartitions)})
-		if err != nil {
-			return s, created, fmt.Errorf("creating topic %s: %w", scaleTopic(i), err)
-		}
+	for i, t := range topics {
 		for id := range t.PartitionCount() {
 			part, err := t.Partition(id)
 			if err == nil {
@@ -106,6 +135,27 @@ func createScale(dir string, p Params, gen *Gen, sample func()) (*commitlog.Stor
 		}
 	}
 	return s, created, nil
+}
+
+// timedCreateEach times createScale with one CreateTopic call a topic, in a folder beside dir
+// that it removes, into sr.CreateEachMS.
+func timedCreateEach(dir string, p Params, gen *Gen, sr *ScaleResult) error {
+	each, err := os.MkdirTemp(filepath.Dir(dir), "scale-each-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(each)
+	// Not sampled: the descriptors and memory reported are those of the store the case keeps.
+	t0 := time.Now()
+	s, _, err := createScale(each, p, gen, func() {}, true)
+	sr.CreateEachMS = ms(time.Since(t0))
+	if err != nil {
+		err = scaleFailure(sr, "create (one CreateTopic call a topic)", each, err)
+	}
+	if s != nil {
+		err = errors.Join(err, s.Close())
+	}
+	return err
 }
 
 // checkScale checks a reopened store: every topic there with its partitions, each holding one
@@ -166,15 +216,20 @@ func newScaleResult(p Params) (sr *ScaleResult, close func()) {
 	return sr, func() { f.Close() }
 }
 
-// runScale creates the store, closes it and opens it again, timing each (case "scale").
+// runScale creates the store, closes it and opens it again, timing each (case "scale"); before
+// that it times the creation with one CreateTopic call a topic, in another store.
 func runScale(dir string, p Params) (Result, error) {
 	gen := NewGen(100)
 	sr, done := newScaleResult(p)
 	defer done()
 	r := Result{Scale: sr, Records: int64(sr.Partitions)}
+	// First the one-call-a-topic loop, untimed by the meter, in a store of its own.
+	if err := timedCreateEach(dir, p, gen, sr); err != nil {
+		return r, err
+	}
 	m := startMeter()
 	t0 := time.Now()
-	s, created, err := createScale(dir, p, gen, sr.observe)
+	s, created, err := createScale(dir, p, gen, sr.observe, false)
 	sr.Created = created
 	sr.CreateMS = ms(time.Since(t0) - sr.sampling)
 	sr.observe()
@@ -257,7 +312,7 @@ func runScaleKill(dir string, p Params) (Result, error) {
 func fillScaleUntilKilled(dir string, p Params) error {
 	sr, done := newScaleResult(p)
 	defer done()
-	_, created, err := createScale(dir, p, NewGen(100), func() {})
+	_, created, err := createScale(dir, p, NewGen(100), func() {}, false)
 	if err != nil {
 		sr.Created = created
 		err = scaleFailure(sr, "create", dir, err)

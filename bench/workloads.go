@@ -172,7 +172,7 @@ func producersWorkload(p Params) Workload {
 func scaleWorkload(p Params) Workload {
 	return Workload{Letter: "scale", Owner: "commitlog-Topic",
 		Title: fmt.Sprintf("(scale) %s topics × %d partitions (%s partitions), one record each", count(p.ScaleTopics), p.ScalePartitions, count(p.ScaleTopics*p.ScalePartitions)),
-		Meaning: fmt.Sprintf("One store opened with WithSync(SyncNever) and WithMaxOpenFiles(%d). Create: Open, then every topic (CreateTopic, Kafka's defaults) and one record appended to each of its partitions (Partition.Append). "+
+		Meaning: fmt.Sprintf("One store opened with WithSync(SyncNever) and WithMaxOpenFiles(%d). Create: Open, then every topic in one Store.CreateTopics call (as one Kafka CreateTopics request; Kafka's defaults), then one record appended to each partition (Partition.Append); the same with one Store.CreateTopic call a topic is timed first, in a store of its own, for comparison. "+
 			"Close: Store.Close after that. Reopen: Open of the folder after the clean close, in the same process; after SIGKILL: a child process creates the same store, says so, and is killed with SIGKILL, and the folder is opened as it was left. "+
 			"Each reopen is checked untimed: every topic is there and every partition holds its one record (its last record read back for the first and last topic). "+
 			"Descriptors are the entries of /proc/self/fd while the store is open (the most seen: sampled every %d topics during create and after each open), those of segment files (.log, .index, .timeindex, .txnindex) apart; "+

@@ -18,7 +18,9 @@ import (
 // configs under Kafka's names; the replication factor must be -1 or 1 and a manual replica
 // assignment must name only this node (INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT
 // otherwise: there is one broker); validate_only checks without creating. A name given twice in
-// one request is INVALID_REQUEST for each, as Kafka answers.
+// one request is INVALID_REQUEST for each, as Kafka answers. The request's topics are created in
+// one Store.CreateTopics call (one round of durable writes for all of them), each answered with
+// its own error code.
 func handleCreateTopics(_ context.Context, c *conn, r *request) (reply, error) {
 	req := r.msg.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
@@ -26,42 +28,60 @@ func handleCreateTopics(_ context.Context, c *conn, r *request) (reply, error) {
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
 	}
-	for _, rt := range req.Topics {
-		st := kmsg.NewCreateTopicsResponseTopic()
+	// The topics that pass the request's checks are created in one Store.CreateTopics call, its
+	// durable writes shared, each answered with its own result.
+	create := map[string]commitlog.TopicConfig{}
+	resp.Topics = make([]kmsg.CreateTopicsResponseTopic, len(req.Topics))
+	for i, rt := range req.Topics {
+		st := &resp.Topics[i]
+		*st = kmsg.NewCreateTopicsResponseTopic()
 		st.Topic = rt.Topic
-		fail := func(code int16, msg string) {
-			st.ErrorCode = code
-			st.ErrorMessage = &msg
-		}
 		switch cfg, code, msg := c.createTopicConfig(rt); {
 		case seen[rt.Topic] > 1:
-			fail(kerr.InvalidRequest.Code, fmt.Sprintf("topic %q is named more than once in the request", rt.Topic))
+			failCreateTopic(st, kerr.InvalidRequest.Code, fmt.Sprintf("topic %q is named more than once in the request", rt.Topic))
 		case code != errNone:
-			fail(code, msg)
+			failCreateTopic(st, code, msg)
 		case req.ValidateOnly:
 			if _, err := c.srv.store.Topic(rt.Topic); err == nil {
-				fail(kerr.TopicAlreadyExists.Code, fmt.Sprintf("topic %q already exists", rt.Topic))
+				failCreateTopic(st, kerr.TopicAlreadyExists.Code, fmt.Sprintf("topic %q already exists", rt.Topic))
 			} else if err := commitlog.CheckTopicName(rt.Topic); err != nil {
-				fail(errorCode(err), err.Error())
+				failCreateTopic(st, errorCode(err), err.Error())
 			}
 			st.NumPartitions, st.ReplicationFactor = cfg.Partitions, 1
 		default:
-			t, err := c.srv.store.CreateTopic(rt.Topic, cfg)
-			if err != nil {
-				code := errorCode(err)
-				if errors.Is(err, commitlog.ErrInvalidTopicName) {
-					code = kerr.InvalidTopicException.Code
-				}
-				fail(code, err.Error())
-				break
-			}
-			st.NumPartitions, st.ReplicationFactor = t.PartitionCount(), 1
-			st.TopicID = [16]byte(t.ID())
-			st.Configs = createdTopicConfigs(t.Config().KafkaConfigs(), t.StoredConfig().KafkaConfigOverrides())
+			create[rt.Topic] = cfg
 		}
-		resp.Topics = append(resp.Topics, st)
+	}
+	if len(create) == 0 {
+		return reply{msg: resp}, nil
+	}
+	created := c.srv.store.CreateTopics(create)
+	for i := range resp.Topics {
+		st := &resp.Topics[i]
+		res, ok := created[st.Topic]
+		if !ok {
+			continue
+		}
+		if err := res.Err; err != nil {
+			code := errorCode(err)
+			if errors.Is(err, commitlog.ErrInvalidTopicName) {
+				code = kerr.InvalidTopicException.Code
+			}
+			failCreateTopic(st, code, err.Error())
+			continue
+		}
+		t := res.Topic
+		st.NumPartitions, st.ReplicationFactor = t.PartitionCount(), 1
+		st.TopicID = [16]byte(t.ID())
+		st.Configs = createdTopicConfigs(t.Config().KafkaConfigs(), t.StoredConfig().KafkaConfigOverrides())
 	}
 	return reply{msg: resp}, nil
+}
+
+// failCreateTopic sets the error code and message of a topic's CreateTopics answer.
+func failCreateTopic(st *kmsg.CreateTopicsResponseTopic, code int16, msg string) {
+	st.ErrorCode = code
+	st.ErrorMessage = &msg
 }
 
 // createdTopicConfigs are the configs CreateTopics v5+ answers a new topic with (KIP-525): each

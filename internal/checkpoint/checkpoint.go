@@ -62,6 +62,24 @@ func Write(fsy fsys.FS, name string, data []byte) error {
 	return WriteRaw(fsy, name, buf)
 }
 
+// WriteTemp is the first half of Write: it writes the checkpoint of data to name+".tmp" and
+// syncs it, leaving name untouched, for a caller that has other durable writes to finish before
+// the new contents may replace the old; CommitTemp then renames it over name, and the caller
+// syncs the directory. On an error the temporary file is removed. Payloads over MaxPayload are
+// refused.
+func WriteTemp(fsy fsys.FS, name string, data []byte) error {
+	buf, err := frame(name, data)
+	if err != nil {
+		return err
+	}
+	tmp := name + TempSuffix
+	if err := writeFile(fsy, tmp, buf); err != nil {
+		fsy.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
 // frame returns data behind the checkpoint header (magic, length, CRC-32C), as Write and
 // WriteNoSync store it; payloads over MaxPayload are refused.
 func frame(name string, data []byte) ([]byte, error) {
