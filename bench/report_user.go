@@ -59,10 +59,12 @@ type ScaleSummary struct {
 	Partitions   int
 	CreateMS     float64
 	CreateEachMS float64 // one CreateTopic call a topic
+	LayoutMS     float64 // the file system's share (ScaleResult.LayoutMS)
 	CloseMS      float64
 	ReopenMS     float64
 	CreateSpread float64
 	EachSpread   float64
+	LayoutSpread float64
 	CloseSpread  float64
 	ReopenSpread float64
 	FDs          int
@@ -77,7 +79,7 @@ type ScaleSummary struct {
 // summarizeScale takes the figures of one scale case's runs.
 func summarizeScale(rs []Result) *ScaleSummary {
 	s := &ScaleSummary{}
-	var create, each, closeT, reopen, cpu []float64
+	var create, each, layout, closeT, reopen, cpu []float64
 	for _, r := range rs {
 		if sr := r.Scale; sr != nil {
 			s.Partitions, s.FDLimit, s.MaxOpenFiles = sr.Partitions, sr.FDLimit, sr.MaxOpenFiles
@@ -97,10 +99,14 @@ func summarizeScale(rs []Result) *ScaleSummary {
 		if r.Scale.CreateEachMS > 0 {
 			each = append(each, r.Scale.CreateEachMS)
 		}
+		if r.Scale.LayoutMS > 0 {
+			layout = append(layout, r.Scale.LayoutMS)
+		}
 		cpu = append(cpu, r.CPU)
 	}
 	s.CreateMS, s.CreateSpread = median(create), spread(create)
 	s.CreateEachMS, s.EachSpread = median(each), spread(each)
+	s.LayoutMS, s.LayoutSpread = median(layout), spread(layout)
 	s.CloseMS, s.CloseSpread = median(closeT), spread(closeT)
 	s.ReopenMS, s.ReopenSpread = median(reopen), spread(reopen)
 	s.CPU = median(cpu)
@@ -217,6 +223,10 @@ func (r *Report) writeScale(pw *printer) {
 	if clean.CreateEachMS > 0 {
 		pw.p("| create as above, one CreateTopic call a topic (in a store of its own; the target is the CreateTopics call's) | %s ±%.0f%% | |\n",
 			msString(clean.CreateEachMS), 100*clean.EachSpread)
+	}
+	if clean.LayoutMS > 0 {
+		pw.p("| the file system's share of create, alone: the same %s folders made and %s files written (a few bytes each, no fsync) by os.Mkdir and os.WriteFile from 16 goroutines, just before the CreateTopics call | %s ±%.0f%% | |\n",
+			count(p.ScaleTopics*p.ScalePartitions), count(len(layoutFiles)*p.ScaleTopics*p.ScalePartitions), msString(clean.LayoutMS), 100*clean.LayoutSpread)
 	}
 	timeRow(clean, "clean close (Store.Close)", clean.CloseMS, clean.CloseSpread, vs[1], false)
 	timeRow(clean, "reopen after the clean close (Open)", clean.ReopenMS, clean.ReopenSpread, vs[2], false)

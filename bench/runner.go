@@ -196,7 +196,7 @@ func summary(r Result) string {
 		for _, ph := range []struct {
 			name string
 			ms   float64
-		}{{"create (each)", sr.CreateEachMS}, {"create", sr.CreateMS}, {"close", sr.CloseMS}, {"reopen", sr.ReopenMS}} {
+		}{{"create (each)", sr.CreateEachMS}, {"file system alone", sr.LayoutMS}, {"create", sr.CreateMS}, {"close", sr.CloseMS}, {"reopen", sr.ReopenMS}} {
 			if ph.ms > 0 {
 				phases = append(phases, fmt.Sprintf("%s %.0f ms", ph.name, ph.ms))
 			}

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,8 +43,13 @@ type ScaleResult struct {
 	// CreateEachMS is the same creation with one Store.CreateTopic call a topic, in a store of
 	// its own (removed afterwards), in milliseconds; 0 when the case did not run it.
 	CreateEachMS float64 `json:"create_each_ms,omitempty"`
-	CloseMS      float64 `json:"close_ms,omitempty"`
-	ReopenMS     float64 `json:"reopen_ms,omitempty"`
+	// LayoutMS is the file system's share, measured just before the CreateTopics call: the
+	// same folders made and files written by plain os.Mkdir and os.WriteFile (one folder a
+	// partition, Kafka's five small files in it, no fsync, 16 goroutines as the store's
+	// workers), in a folder of its own, in milliseconds; 0 when the case did not run it.
+	LayoutMS float64 `json:"layout_ms,omitempty"`
+	CloseMS  float64 `json:"close_ms,omitempty"`
+	ReopenMS float64 `json:"reopen_ms,omitempty"`
 	// FDs is the most descriptors the process held while the store was open; SegmentFDs the
 	// most of them that were segment files.
 	FDs        int `json:"fds"`
@@ -137,14 +144,14 @@ func createScale(dir string, p Params, gen *Gen, sample func(), each bool) (*com
 	return s, created, nil
 }
 
-// timedCreateEach times createScale with one CreateTopic call a topic, in a folder beside dir
-// that it removes, into sr.CreateEachMS.
-func timedCreateEach(dir string, p Params, gen *Gen, sr *ScaleResult) error {
+// timedCreateEach times createScale with one CreateTopic call a topic, in a folder beside dir,
+// into sr.CreateEachMS. It returns that folder, for the caller to remove once the case's timed
+// phases are done (a removal of tens of thousands of files would slow the next phase).
+func timedCreateEach(dir string, p Params, gen *Gen, sr *ScaleResult) (string, error) {
 	each, err := os.MkdirTemp(filepath.Dir(dir), "scale-each-")
 	if err != nil {
-		return err
+		return "", err
 	}
-	defer os.RemoveAll(each)
 	// Not sampled: the descriptors and memory reported are those of the store the case keeps.
 	t0 := time.Now()
 	s, _, err := createScale(each, p, gen, func() {}, true)
@@ -155,7 +162,47 @@ func timedCreateEach(dir string, p Params, gen *Gen, sr *ScaleResult) error {
 	if s != nil {
 		err = errors.Join(err, s.Close())
 	}
-	return err
+	return each, err
+}
+
+// layoutFiles are the files of a new partition's folder in Kafka's layout, as the store writes
+// them: its first segment, the segment's two indexes, and the partition's two state files.
+var layoutFiles = []string{"00000000000000000000.log", "00000000000000000000.index",
+	"00000000000000000000.timeindex", "partition.metadata", "leader-epoch-checkpoint"}
+
+// timedLayout times the file system's share of createScale into sr.LayoutMS: one folder a
+// partition beside dir, named as the store names it, each with layoutFiles written (a few
+// bytes each, no fsync), by 16 goroutines. It returns that folder, for the caller to remove.
+func timedLayout(dir string, p Params, sr *ScaleResult) (string, error) {
+	root, err := os.MkdirTemp(filepath.Dir(dir), "scale-layout-")
+	if err != nil {
+		return "", err
+	}
+	n := p.ScaleTopics * p.ScalePartitions
+	var next atomic.Int64
+	errs := make([]error, 16)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for w := range errs {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				d := filepath.Join(root, fmt.Sprintf("%s-%d", scaleTopic(i/p.ScalePartitions), i%p.ScalePartitions))
+				if err := os.Mkdir(d, 0o755); err != nil {
+					errs[w] = err
+					return
+				}
+				for _, f := range layoutFiles {
+					if err := os.WriteFile(filepath.Join(d, f), []byte("0123456789"), 0o644); err != nil {
+						errs[w] = err
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	sr.LayoutMS = ms(time.Since(t0))
+	return root, errors.Join(errs...)
 }
 
 // checkScale checks a reopened store: every topic there with its partitions, each holding one
@@ -223,9 +270,21 @@ func runScale(dir string, p Params) (Result, error) {
 	sr, done := newScaleResult(p)
 	defer done()
 	r := Result{Scale: sr, Records: int64(sr.Partitions)}
-	// First the one-call-a-topic loop, untimed by the meter, in a store of its own.
-	if err := timedCreateEach(dir, p, gen, sr); err != nil {
+	// First the one-call-a-topic loop, untimed by the meter, in a store of its own, then the
+	// file system's share alone; both folders removed once the timed phases are done.
+	each, err := timedCreateEach(dir, p, gen, sr)
+	if each != "" {
+		defer os.RemoveAll(each)
+	}
+	if err != nil {
 		return r, err
+	}
+	layout, err := timedLayout(dir, p, sr)
+	if layout != "" {
+		defer os.RemoveAll(layout)
+	}
+	if err != nil {
+		return r, fmt.Errorf("the file system's share: %w", err)
 	}
 	m := startMeter()
 	t0 := time.Now()

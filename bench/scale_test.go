@@ -84,13 +84,25 @@ func TestRunScale(t *testing.T) {
 	if err := p.setScale(3, 2, 64); err != nil {
 		t.Fatal(err)
 	}
-	r, err := runScale(t.TempDir(), p)
+	dir := t.TempDir()
+	r, err := runScale(dir, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sr := r.Scale
 	if sr == nil {
 		t.Fatal("no scale figures")
+	}
+	if sr.CreateEachMS <= 0 || sr.LayoutMS <= 0 {
+		t.Errorf("create (each) %v ms, file system alone %v ms: want both timed", sr.CreateEachMS, sr.LayoutMS)
+	}
+	// The one-call-a-topic store and the file system's folders are gone; the store stays.
+	left, err := os.ReadDir(filepath.Dir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0].Name() != filepath.Base(dir) {
+		t.Errorf("beside the store: %v, want only %s", left, filepath.Base(dir))
 	}
 	if sr.Partitions != 6 || sr.Created != 6 || sr.MaxOpenFiles != 64 {
 		t.Errorf("partitions %d, created %d, max open files %d; want 6, 6, 64", sr.Partitions, sr.Created, sr.MaxOpenFiles)
