@@ -435,7 +435,7 @@ func (f *leaderEpochFile) read() (rebuild bool, err error) {
 // deferSync set it only writes the temporary file, unsynced, and leaves it pending.
 func (f *leaderEpochFile) write() error {
 	if f.deferSync {
-		if err := checkpoint.WriteTempUnsynced(f.fs, f.path, f.encode()); err != nil {
+		if err := checkpoint.WriteRawTemp(f.fs, f.path, f.encode()); err != nil {
 			return fmt.Errorf("commitlog: write %s: %w", f.path, err)
 		}
 		f.pending = true
@@ -455,7 +455,7 @@ func (f *leaderEpochFile) finishPending() error {
 	if !f.pending {
 		return nil
 	}
-	if err := f.fs.Rename(f.path+checkpoint.TempSuffix, f.path); err != nil {
+	if err := checkpoint.CommitTemp(f.fs, f.path); err != nil {
 		return fmt.Errorf("commitlog: write %s: %w", f.path, err)
 	}
 	f.pending = false

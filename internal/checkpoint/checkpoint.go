@@ -119,28 +119,6 @@ func WriteRawSyncDirLater(fsy fsys.FS, name string, data []byte) error {
 	return nil
 }
 
-// WriteTempUnsynced writes data as a raw checkpoint file to name's temporary file (name +
-// TempSuffix), without fsync and without renaming it: the caller makes it durable with one
-// file-system sync for many such files (fsys.SyncFileSystem), then renames it to name and makes
-// the rename durable. Until the rename name keeps its old contents whatever a crash does; a
-// crash leaves at most a temporary file, which the reader of name deletes. Errors: the file
-// system's.
-func WriteTempUnsynced(fsy fsys.FS, name string, data []byte) error {
-	tmp := name + TempSuffix
-	f, err := fsy.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteAt(data, 0)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		fsy.Remove(tmp)
-	}
-	return err
-}
-
 // writeFile creates or truncates name, writes b and syncs it.
 func writeFile(fsy fsys.FS, name string, b []byte) error {
 	f, err := fsy.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)

@@ -57,8 +57,8 @@ func WriteRawTemp(fsy fsys.FS, name string, data []byte) error {
 }
 
 // CommitTemp renames name+".tmp", written by WriteTemp (synced) or by WriteRawTemp and made
-// durable since by the caller, over name. The rename is durable once the caller syncs the directory (or the file system).
-// On an error the temporary file is removed.
+// durable since by the caller, over name. The rename is durable once the caller syncs the
+// directory (or the file system). On an error the temporary file is removed.
 func CommitTemp(fsy fsys.FS, name string) error {
 	tmp := name + TempSuffix
 	if err := fsy.Rename(tmp, name); err != nil {
