@@ -66,11 +66,6 @@ func BenchmarkReaderDrain(b *testing.B) {
 				}
 				return rate, cpu
 			}
-			check := func(b *testing.B, want int64, r *Record) {
-				if r.Offset != want || len(r.Key) != benchKeySize || len(r.Value) != benchValueSize {
-					b.Fatalf("record at %d: offset %d, %d key bytes, %d value bytes", want, r.Offset, len(r.Key), len(r.Value))
-				}
-			}
 
 			b.Run("read=scan", func(b *testing.B) {
 				b.SetBytes(total * benchRecBytes)
@@ -80,15 +75,7 @@ func BenchmarkReaderDrain(b *testing.B) {
 				cpu0, _ := processCPU()
 				n := 0
 				for range b.N {
-					next := int64(0)
-					for r, err := range p.Scan(0) {
-						if err != nil {
-							b.Fatal(err)
-						}
-						check(b, next, r)
-						next++
-						n++
-					}
+					n += drainPartitionScan(b, p)
 				}
 				scanRate, scanCPU = report(b, n, benchMallocs()-m0, cpu0, false)
 			})
@@ -102,32 +89,8 @@ func BenchmarkReaderDrain(b *testing.B) {
 					m0 := benchMallocs()
 					cpu0, _ := processCPU()
 					n := 0
-					ctx, cancel := context.WithCancel(context.Background())
-					defer cancel()
 					for range b.N {
-						r, err := t.NewReader(ReaderConfig{Start: Earliest})
-						if err != nil {
-							b.Fatal(err)
-						}
-						records := r.Records
-						if zeroCopy {
-							records = r.Scan
-						}
-						next := int64(0)
-						for rec, err := range records(ctx) {
-							if err != nil {
-								b.Fatal(err)
-							}
-							check(b, next, rec)
-							next++
-							n++
-							if next == total {
-								break
-							}
-						}
-						if err := r.Close(); err != nil {
-							b.Fatal(err)
-						}
+						n += drainReader(b, t, total, zeroCopy)
 					}
 					report(b, n, benchMallocs()-m0, cpu0, true)
 				}
@@ -142,18 +105,7 @@ func BenchmarkReaderDrain(b *testing.B) {
 				cpu0, _ := processCPU()
 				n := 0
 				for range b.N {
-					next := int64(0)
-					for next < total {
-						recs, err := p.ReadRecords(next, DefaultReaderMaxBytes)
-						if err != nil {
-							b.Fatal(err)
-						}
-						for _, r := range recs {
-							check(b, next, r)
-							next++
-							n++
-						}
-					}
+					n += drainReadRecords(b, p, total)
 				}
 				report(b, n, benchMallocs()-m0, cpu0, true)
 			})
@@ -181,64 +133,15 @@ func BenchmarkReaderDrainInterleaved(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	check := func(want int64, r *Record) {
-		if r.Offset != want || len(r.Key) != benchKeySize || len(r.Value) != benchValueSize {
-			b.Fatalf("record at %d: offset %d, %d key bytes, %d value bytes", want, r.Offset, len(r.Key), len(r.Value))
-		}
-	}
-	ctx := context.Background()
-	reader := func(zeroCopy bool) {
-		r, err := t.NewReader(ReaderConfig{Start: Earliest})
-		if err != nil {
-			b.Fatal(err)
-		}
-		records := r.Records
-		if zeroCopy {
-			records = r.Scan
-		}
-		next := int64(0)
-		for rec, err := range records(ctx) {
-			if err != nil {
-				b.Fatal(err)
-			}
-			check(next, rec)
-			if next++; next == total {
-				break
-			}
-		}
-		if err := r.Close(); err != nil {
-			b.Fatal(err)
-		}
-	}
 	paths := []struct {
 		name  string
 		owned bool
 		read  func()
 	}{
-		{"scan", false, func() {
-			next := int64(0)
-			for rec, err := range p.Scan(0) {
-				if err != nil {
-					b.Fatal(err)
-				}
-				check(next, rec)
-				next++
-			}
-		}},
-		{"reader-scan", false, func() { reader(true) }},
-		{"reader", true, func() { reader(false) }},
-		{"readrecords", true, func() {
-			for next := int64(0); next < total; {
-				recs, err := p.ReadRecords(next, DefaultReaderMaxBytes)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for _, r := range recs {
-					check(next, r)
-					next++
-				}
-			}
-		}},
+		{"scan", false, func() { drainPartitionScan(b, p) }},
+		{"reader-scan", false, func() { drainReader(b, t, total, true) }},
+		{"reader", true, func() { drainReader(b, t, total, false) }},
+		{"readrecords", true, func() { drainReadRecords(b, p, total) }},
 	}
 	type cost struct {
 		took       time.Duration
@@ -271,4 +174,70 @@ func BenchmarkReaderDrainInterleaved(b *testing.B) {
 			b.ReportMetric(float64(c.gcs)*1e6/records, path.name+"-gc/Mrecord")
 		}
 	}
+}
+
+// checkBenchRecord fails b unless r is a record of fillBenchTopic at offset want: its offset, and
+// its key and value lengths.
+func checkBenchRecord(b *testing.B, want int64, r *Record) {
+	if r.Offset != want || len(r.Key) != benchKeySize || len(r.Value) != benchValueSize {
+		b.Fatalf("record at %d: offset %d, %d key bytes, %d value bytes", want, r.Offset, len(r.Key), len(r.Value))
+	}
+}
+
+// drainPartitionScan reads p from offset 0 to its end with Partition.Scan, checking each record,
+// and returns how many it read.
+func drainPartitionScan(b *testing.B, p *Partition) int {
+	next := int64(0)
+	for r, err := range p.Scan(0) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		checkBenchRecord(b, next, r)
+		next++
+	}
+	return int(next)
+}
+
+// drainReader reads the first total records of t with a new Reader from Earliest, through
+// Records (owned records) or, with zeroCopy, Scan, checking each, and returns how many it read.
+func drainReader(b *testing.B, t *Topic, total int64, zeroCopy bool) int {
+	r, err := t.NewReader(ReaderConfig{Start: Earliest})
+	if err != nil {
+		b.Fatal(err)
+	}
+	records := r.Records
+	if zeroCopy {
+		records = r.Scan
+	}
+	next := int64(0)
+	for rec, err := range records(context.Background()) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		checkBenchRecord(b, next, rec)
+		if next++; next == total {
+			break
+		}
+	}
+	if err := r.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return int(next)
+}
+
+// drainReadRecords reads the first total records of p with Partition.ReadRecords, a reader's
+// fetch size (DefaultReaderMaxBytes) at a time, checking each, and returns how many it read.
+func drainReadRecords(b *testing.B, p *Partition, total int64) int {
+	next := int64(0)
+	for next < total {
+		recs, err := p.ReadRecords(next, DefaultReaderMaxBytes)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range recs {
+			checkBenchRecord(b, next, r)
+			next++
+		}
+	}
+	return int(next)
 }
