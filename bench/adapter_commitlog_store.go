@@ -44,29 +44,21 @@ func commitlogScanSystem() *System {
 }
 
 func commitlogReaderSystem() *System {
-	return &System{
-		Name:       "commitlog-Reader",
-		Kind:       KindOurs,
-		Version:    "this repository (Store, file store)",
-		Config:     "Open, topic of 1 partition, SyncNever; reads: Topic.NewReader (Start: Earliest), Reader.Records, each record the caller's",
-		Named:      []string{"reader"},
-		Persistent: true,
-		Open: func(dir string, o Options) (Log, error) {
-			l, err := openStoreLog(dir, o, 1)
-			if err != nil {
-				return nil, err
-			}
-			return &storeReaderLog{storeLog: l}, nil
-		},
-	}
+	return storeReaderSystem("commitlog-Reader", "Reader.Records, each record the caller's", false)
 }
 
 func commitlogReaderScanSystem() *System {
+	return storeReaderSystem("commitlog-Reader.Scan", "Reader.Scan, the Reader's zero-copy mode (a record valid for one loop turn)", true)
+}
+
+// storeReaderSystem is a store of one partition read by a Reader from its earliest offset,
+// through reads (Records, or Scan with zeroCopy).
+func storeReaderSystem(name, reads string, zeroCopy bool) *System {
 	return &System{
-		Name:       "commitlog-Reader.Scan",
+		Name:       name,
 		Kind:       KindOurs,
 		Version:    "this repository (Store, file store)",
-		Config:     "Open, topic of 1 partition, SyncNever; reads: Topic.NewReader (Start: Earliest), Reader.Scan, the Reader's zero-copy mode (a record valid for one loop turn)",
+		Config:     "Open, topic of 1 partition, SyncNever; reads: Topic.NewReader (Start: Earliest), " + reads,
 		Named:      []string{"reader"},
 		Persistent: true,
 		Open: func(dir string, o Options) (Log, error) {
@@ -74,7 +66,7 @@ func commitlogReaderScanSystem() *System {
 			if err != nil {
 				return nil, err
 			}
-			return &storeReaderLog{storeLog: l, zeroCopy: true}, nil
+			return &storeReaderLog{storeLog: l, zeroCopy: zeroCopy}, nil
 		},
 	}
 }
