@@ -175,10 +175,11 @@ func (s *Store) createTopics(names []string, cfgs map[string]TopicConfig) ([]*To
 		for _, name := range names {
 			delete(s.configs, name)
 		}
-		if !committed {
-			// The topics file on disk is the one before the call.
-		} else if serr := s.saveConfigs(); serr != nil {
-			s.o.logger.Error("topic configs not restored after a failed create", "topics", names, "err", serr)
+		// Until committed, the topics file on disk is the one before the call.
+		if committed {
+			if serr := s.saveConfigs(); serr != nil {
+				s.o.logger.Error("topic configs not restored after a failed create", "topics", names, "err", serr)
+			}
 		}
 		return nil, errors.Join(err, s.finishCreating())
 	}

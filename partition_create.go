@@ -95,11 +95,3 @@ func writeNewPartitionsFiles(fsy fsys.FS, dir string, workers logWorkers, parts 
 	}
 	return err
 }
-
-// syncFileSystem syncs the file system holding dir (fsys.SyncFileSystem), naming dir in its error.
-func syncFileSystem(fsy fsys.FS, dir string) error {
-	if _, err := fsys.SyncFileSystem(fsy, dir); err != nil {
-		return fmt.Errorf("commitlog: sync the file system of %s: %w", dir, err)
-	}
-	return nil
-}

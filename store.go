@@ -652,10 +652,10 @@ func (s *Store) Close() error {
 	errs = append(errs, s.workers.all(len(topics), func(i int) error { return topics[i].closeLogs(!syncOnce) })...)
 	synced := true
 	if syncOnce {
-		if _, err := fsys.SyncFileSystem(s.o.fs, s.dir); err != nil {
+		if err := syncFileSystem(s.o.fs, s.dir); err != nil {
 			// What the logs noted is not known to be on disk: the checkpoints keep the
 			// recovery points they had, no marker is written, and the next open recovers.
-			errs = append(errs, fmt.Errorf("commitlog: sync the file system of %s: %w", s.dir, err))
+			errs = append(errs, err)
 			synced = false
 		}
 	}

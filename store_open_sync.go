@@ -59,8 +59,8 @@ func (s *Store) syncOpened() error {
 	if !unsynced {
 		return nil // a clean open writes nothing: no sync
 	}
-	if _, err := fsys.SyncFileSystem(s.o.fs, s.dir); err != nil {
-		return fmt.Errorf("commitlog: sync the file system of %s: %w", s.dir, err)
+	if err := syncFileSystem(s.o.fs, s.dir); err != nil {
+		return err
 	}
 	if len(logs) == 0 {
 		return nil
@@ -68,8 +68,15 @@ func (s *Store) syncOpened() error {
 	if err := errors.Join(s.workers.all(len(logs), func(i int) error { return logs[i].epochs.finishPending() })...); err != nil {
 		return err
 	}
-	if _, err := fsys.SyncFileSystem(s.o.fs, s.dir); err != nil {
-		return fmt.Errorf("commitlog: sync the file system of %s: %w", s.dir, err)
+	return syncFileSystem(s.o.fs, s.dir)
+}
+
+// syncFileSystem syncs the file system holding dir (fsys.SyncFileSystem), naming dir in its
+// error: the one sync of Store.Open's recovery writes (syncOpened), of Store.Close, and of a
+// CreateTopics of many partitions (writeNewPartitionsFiles).
+func syncFileSystem(fsy fsys.FS, dir string) error {
+	if _, err := fsys.SyncFileSystem(fsy, dir); err != nil {
+		return fmt.Errorf("commitlog: sync the file system of %s: %w", dir, err)
 	}
 	return nil
 }
