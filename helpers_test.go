@@ -651,3 +651,12 @@ func setLogConf(l *Log, f func(c *LogConfig)) {
 	f(&c)
 	l.live.Store(newLiveConfig(c))
 }
+
+// offsetRange returns the offsets [from, to).
+func offsetRange(from, to int64) []int64 {
+	out := make([]int64, 0, to-from)
+	for o := from; o < to; o++ {
+		out = append(out, o)
+	}
+	return out
+}

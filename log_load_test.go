@@ -1113,6 +1113,55 @@ func TestRecoveryRuleBatchesAfterACorruptBatchStayReadable(t *testing.T) {
 	}
 }
 
+// TestReadBatchesStopsWhereOffsetsGoBack: after a clean shutdown, a batch whose base offset is
+// not above the previous batch's last offset (its CRC still valid: the CRC does not cover the base
+// offset) is left in place as unreadable, and a read of the batches before it returns them alone,
+// never the bad batch after them with offsets below theirs. The last batch of segment 30, [50,60)
+// at position 2b, is rewritten to claim base offset 30.
+func TestReadBatchesStopsWhereOffsetsGoBack(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		cfg, recs, b := twoSegmentLogOpen(t, fsy, t.TempDir())
+		require.NoError(t, recs.log.Close())
+		logFile := segPath(recs.dir, 30, logSuffix)
+		fsPatch(t, fsy, logFile, 2*b, binary.BigEndian.AppendUint64(nil, 30))
+
+		l := openTestLog(t, fsy, recs.dir, cfg)
+		require.Equal(t, 3*b, fsFileSize(t, fsy, logFile))
+		// The active segment's unreadable rest is kept and sealed; the log goes on at the
+		// recovery point, 60.
+		require.Equal(t, []int64{0, 30, 60}, segmentBases(l))
+		require.Equal(t, int64(60), l.LogEndOffset())
+		for _, from := range []int64{30, 35, 40} {
+			got, err := l.ReadBatches(nil, from, math.MaxInt32)
+			require.NoError(t, err, "from %d", from)
+			want := fsReadFile(t, fsy, logFile)[:2*b]
+			if from >= 40 {
+				want = want[b:]
+			}
+			require.Equal(t, want, got, "from %d", from)
+		}
+		got, err := l.ReadBatches(nil, 50, math.MaxInt32)
+		require.ErrorIs(t, err, ErrCorrupt)
+		require.Contains(t, err.Error(), fmt.Sprintf("position %d (offset 50)", 2*b))
+		require.Empty(t, got)
+		requireRecoveredReads(t, l, recs.want, 60, logFile, 50, 60, 2*b)
+
+		// A scan yields [30, 50) and ends with the corruption at 50.
+		var offsets []int64
+		var scanErr error
+		for r, err := range l.Scan(30) {
+			if err != nil {
+				scanErr = err
+				break
+			}
+			offsets = append(offsets, r.Offset)
+		}
+		require.Equal(t, offsetRange(30, 50), offsets)
+		require.ErrorIs(t, scanErr, ErrCorrupt)
+		require.Contains(t, scanErr.Error(), fmt.Sprintf("position %d (offset 50)", 2*b))
+	})
+}
+
 // TestOpenLogsOffsetsMissingBelowTheRecoveryPoint: a log that ends below its checkpointed
 // recovery point lost flushed offsets (a segment file is gone): the open says so at Error, with
 // the offsets, before the new state checkpoint replaces the evidence. The last segment [60,90) of

@@ -403,9 +403,9 @@ func TestScanAcrossTruncation(t *testing.T) {
 		wantOffs []int64 // the offsets yielded: 0-9 from the first history, the rest from the second
 		wantErr  error
 	}{
-		{"after the records yielded", 10, offsetsIn(0, 30), nil}, // up to the end when the scan began
-		{"below the records yielded", 0, offsetsIn(0, 10), ErrOffsetOutOfRange},
-		{"inside the records yielded", 5, offsetsIn(0, 10), ErrOffsetOutOfRange},
+		{"after the records yielded", 10, offsetRange(0, 30), nil}, // up to the end when the scan began
+		{"below the records yielded", 0, offsetRange(0, 10), ErrOffsetOutOfRange},
+		{"inside the records yielded", 5, offsetRange(0, 10), ErrOffsetOutOfRange},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -444,15 +444,6 @@ func TestScanAcrossTruncation(t *testing.T) {
 			})
 		})
 	}
-}
-
-// offsetsIn returns the offsets [from, to).
-func offsetsIn(from, to int64) []int64 {
-	var out []int64
-	for o := from; o < to; o++ {
-		out = append(out, o)
-	}
-	return out
 }
 
 // TestReadRangeAcrossTruncation takes a range, truncates the log and appends other records at
@@ -566,7 +557,7 @@ func TestReadsAcrossManyTruncationsAbove(t *testing.T) {
 					churn(t, l) // the scan has read the first batch only
 				}
 			}
-			require.Equal(t, offsetsIn(0, 40), offs)
+			require.Equal(t, offsetRange(0, 40), offs)
 		})
 	})
 }

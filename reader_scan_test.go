@@ -142,7 +142,7 @@ func TestReaderScanThenNextOwnsRecords(t *testing.T) {
 				break
 			}
 		}
-		require.Equal(t, stSeq(5, 40), scanned)
+		require.Equal(t, offsetRange(5, 40), scanned)
 		for i, rec := range kept {
 			src := all[i+1]
 			require.Equal(t, int64(i+1), rec.Offset)
@@ -151,15 +151,6 @@ func TestReaderScanThenNextOwnsRecords(t *testing.T) {
 			require.Equal(t, src.Headers, rec.Headers)
 		}
 	})
-}
-
-// stSeq returns the offsets [from, to).
-func stSeq(from, to int64) []int64 {
-	var out []int64
-	for o := from; o < to; o++ {
-		out = append(out, o)
-	}
-	return out
 }
 
 // TestReadRecordsSmallReadsAsBatches: ReadRecords of a few bytes, which takes ReadRecord's path
@@ -293,15 +284,6 @@ func TestReaderScanAcrossDecodeChunks(t *testing.T) {
 		require.Equal(t, map[int32]int64{0: 1000}, r.Positions())
 		stRequireIdle(t, r)
 	})
-}
-
-// offsetRange returns the offsets [from, to).
-func offsetRange(from, to int64) []int64 {
-	out := make([]int64, 0, to-from)
-	for o := from; o < to; o++ {
-		out = append(out, o)
-	}
-	return out
 }
 
 // TestReaderScanTruncatedUnderUndecodedChunks: the log is truncated to 400 and refilled from the

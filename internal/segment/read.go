@@ -27,13 +27,16 @@ const headerWalkChunk = 4 << 10
 // read-ahead buffer the read may grow (see Buffers).
 //
 // Errors wrap ErrCorrupt naming the file, the position and offset (a bad batch, a length past
-// limit, a batch claiming an offset at or past end), or are the file system's. Safe concurrently
+// limit, a batch claiming an offset at or past end, a batch whose base offset is not above the
+// last offset of the batch before it: the unreadable rest a load left in place), or are the file
+// system's. Bytes returned never hold such a batch: they end before it. Safe concurrently
 // with other reads and with the writer; the caller holds a reference with the files open, and
 // compares Truncations after the read (a truncation may have cut the bytes it read).
 func (s *Segment) Read(dst []byte, offset, end, pos, limit int64, maxBytes int, scratch *[]byte) (out []byte, found bool, err error) {
 	sc := newScanner(s.file, pos, limit, s.maxBatchSize(), LocateChunk, *scratch)
 	defer func() { *scratch = sc.buf[:0] }()
 	var h recordbatch.Header
+	walkedLast := int64(-1) // the last offset of the batch walked over before h
 	for {
 		h, err = sc.header()
 		if errors.Is(err, io.EOF) {
@@ -49,9 +52,16 @@ func (s *Segment) Read(dst []byte, offset, end, pos, limit int64, maxBytes int, 
 			return dst, false, s.readError(sc.pos, offset, fmt.Errorf("%w: base offset %d at or past the log end offset %d",
 				recordbatch.ErrCorrupt, h.BaseOffset, end))
 		}
+		if h.BaseOffset <= walkedLast {
+			// Offsets only grow within a segment: this is where a load stopped and left the
+			// rest in place as unreadable, and the offset, past the batches walked, lies in it.
+			return dst, false, s.readError(sc.pos, offset, fmt.Errorf("%w: base offset %d not above the previous batch's last offset %d",
+				recordbatch.ErrCorrupt, h.BaseOffset, walkedLast))
+		}
 		if h.LastOffset() >= offset {
 			break
 		}
+		walkedLast = h.LastOffset()
 		sc.skip(h)
 	}
 
@@ -75,10 +85,13 @@ func (s *Segment) Read(dst []byte, offset, end, pos, limit int64, maxBytes int, 
 		}
 	}
 	var used int
+	prevLast := int64(-1)
 	for used < int(n) {
 		b := dst[base+used : base+int(n)]
 		bh, err := recordbatch.Check(b, s.maxBatchSize())
-		if err == nil && bh.BaseOffset >= end {
+		if err == nil && (bh.BaseOffset >= end || bh.BaseOffset <= prevLast) {
+			// Past the end, or offsets that do not grow: bytes a load left in place as
+			// unreadable (its scan stopped at them), which a read from there reports.
 			break
 		}
 		if err != nil {
@@ -89,6 +102,7 @@ func (s *Segment) Read(dst []byte, offset, end, pos, limit int64, maxBytes int, 
 			break
 		}
 		used += bh.Size()
+		prevLast = bh.LastOffset()
 	}
 	return dst[:base+used], true, nil
 }
