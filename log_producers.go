@@ -210,12 +210,17 @@ func (ps *producerState) readLatest(offs []int64, start, end int64, now time.Tim
 // files past the log end offset (of batches the log no longer has) are deleted first. Without
 // a snapshot the replay starts at the log start offset, or, when lastTwo is set (a clean
 // shutdown that left no snapshot: a folder written before producer state existed), at the base
-// of the last two segments, as Kafka's upgrade path does. When batches were replayed, a snapshot
-// is then written at the log end offset, so the next recovery starts there. Callers hold appendMu, or run before the log is
-// shared.
-func (l *Log) loadProducerState(lastTwo bool) error {
+// of the last two segments, as Kafka's upgrade path does. When the replay read sealed segments,
+// a snapshot is then written at the log end offset, so the next recovery starts there, as
+// Kafka's recovery ends with one (UnifiedLog.rebuildProducerState's takeSnapshot). A replay
+// within the active segment writes none: the next one reads no more than this one did (a roll
+// and a close write a snapshot), and a store of thousands of partitions reopened after a kill
+// would otherwise create and rename a file in every partition's folder for a replay of a few
+// bytes. A truncation (atOpen false) always writes one at its new end when it replayed: it has
+// just deleted the snapshots past it. Callers hold appendMu, or run before the log is shared.
+func (l *Log) loadProducerState(lastTwo, atOpen bool) error {
 	l.mu.RLock()
-	start, leo := l.logStartOffset, l.active().NextOffset()
+	start, leo, activeBase := l.logStartOffset, l.active().NextOffset(), l.active().BaseOffset()
 	from := start
 	if lastTwo {
 		from = max(start, l.segments[max(len(l.segments)-2, 0)].BaseOffset())
@@ -256,9 +261,10 @@ func (l *Log) loadProducerState(lastTwo bool) error {
 			return err
 		}
 	}
-	if from < leo {
+	if from < leo && (!atOpen || from < activeBase) {
 		// What was replayed need not be again: Kafka's recovery ends with a snapshot too. A
-		// log with nothing to replay (new, or read whole from a snapshot) writes none.
+		// log with nothing to replay (new, or read whole from a snapshot), or, at open, only
+		// its active segment's batches, writes none.
 		ps.unsynced = ps.recoverySyncedLater
 		if err := ps.writeSnapshot(leo, !ps.recoverySyncedLater, false); err != nil {
 			l.logger.Warn("producer snapshot not written after recovery; the next one replays more", "err", err)

@@ -270,7 +270,8 @@ func TestProducerStateSurvivesReopen(t *testing.T) {
 
 // TestProducerStateRebuiltAfterCrash: a log copied while open (a process kill: no snapshot at
 // the end) rebuilds its producer state from the batches, so every remembered batch is still
-// answered with its offsets, and a snapshot at the log end offset is written for the next open.
+// answered with its offsets. The replay read the active segment alone, so no snapshot is written
+// after it: a second crash replays the same batches, and gets the same state.
 func TestProducerStateRebuiltAfterCrash(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
 		dir := t.TempDir()
@@ -292,7 +293,14 @@ func TestProducerStateRebuiltAfterCrash(t *testing.T) {
 		c := openTestLog(t, fsy, crash, baseConfig())
 		require.Equal(t, want, c.Producers())
 		require.Equal(t, int64(12), c.LastStableOffset())
-		require.Equal(t, []int64{14}, snapshotOffsets(t, fsy, crash), "written after the replay")
+		require.Empty(t, snapshotOffsets(t, fsy, crash), "a replay of the active segment alone writes none")
+		again := filepath.Join(t.TempDir(), "again")
+		crashCopy(t, fsy, crash, again)
+		a := openTestLog(t, fsy, again, baseConfig())
+		require.Equal(t, want, a.Producers())
+		require.Equal(t, int64(12), a.LastStableOffset())
+		require.NoError(t, a.Close())
+		require.Equal(t, []int64{14}, snapshotOffsets(t, fsy, again), "the clean close writes one")
 		before := dirFiles(t, fsy, crash)
 		for i := 1; i < 6; i++ {
 			first, last, err := appendRaw(t, c, batches[i])
@@ -302,6 +310,35 @@ func TestProducerStateRebuiltAfterCrash(t *testing.T) {
 		requireNothingWritten(t, fsy, c, 14, before)
 		_, _, err := appendRaw(t, c, pidBatch(t, 8, 0, 2, false, workloadRecords(14, 1)))
 		require.ErrorIs(t, err, ErrInvalidTxnState, "the open transaction came back")
+	})
+}
+
+// TestProducerSnapshotAfterReplayOfSealedSegments: a crash that leaves no snapshot covering the
+// sealed segments (here the roll's snapshots were lost) replays them at open, and a snapshot at the
+// log end offset is then written, as Kafka's recovery ends with one, so that the next open reads
+// from there.
+func TestProducerSnapshotAfterReplayOfSealedSegments(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
+		dir := t.TempDir()
+		l := openTestLog(t, fsy, dir, rollConfig())
+		for i := range 5 { // seq 5i..5i+4 at offsets 5i..5i+4, 2 batches a segment
+			first, _ := mustAppendRaw(t, l, pidBatch(t, 7, 0, int32(5*i), false, workloadRecords(5*i, 5)))
+			require.Equal(t, int64(5*i), first)
+		}
+		require.Equal(t, []int64{0, 10, 20}, segmentBases(l))
+		want := l.Producers()
+		crash := filepath.Join(t.TempDir(), "crash")
+		crashCopy(t, fsy, dir, crash)
+		for _, off := range snapshotOffsets(t, fsy, crash) {
+			require.NoError(t, fsy.Remove(filepath.Join(crash, producerstate.SnapshotName(off))))
+		}
+
+		c := openTestLog(t, fsy, crash, rollConfig())
+		require.Equal(t, want, c.Producers())
+		require.Equal(t, []int64{25}, snapshotOffsets(t, fsy, crash), "written after the replay of sealed segments")
+		entries := readSnapshotFile(t, fsy, crash, 25)
+		require.Len(t, entries, 1)
+		require.Equal(t, int32(24), entries[0].Batches[len(entries[0].Batches)-1].LastSeq)
 	})
 }
 

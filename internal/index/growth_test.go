@@ -7,16 +7,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestOffsetGrowth: a writable offset index starts at a page and doubles, up to maxBytes rounded
-// down to whole entries, keeping every entry through each remap; at its capacity it is full.
+// TestOffsetGrowth: a new writable offset index is an empty file, unmapped, until its first
+// entry; it then starts at a page and doubles, up to maxBytes rounded down to whole entries,
+// keeping every entry through each remap; at its capacity it is full.
 func TestOffsetGrowth(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, fs fsys.FS, dir string) {
 		name := indexName(dir, 100, ".index")
 		const maxBytes = 20003 // 2500 entries
 		x, err := OpenOffset(fs, name, 100, maxBytes, true)
 		require.NoError(t, err)
-		require.Equal(t, int64(4096), fileSize(t, fs, name))
-		steps := map[int]int64{512: 4096, 513: 8192, 1024: 8192, 1025: 16384, 2048: 16384, 2049: 20000, 2500: 20000}
+		require.Equal(t, int64(0), fileSize(t, fs, name))
+		require.Nil(t, x.m.m)
+		steps := map[int]int64{1: 4096, 512: 4096, 513: 8192, 1024: 8192, 1025: 16384, 2048: 16384, 2049: 20000, 2500: 20000}
 		for i := range 2500 {
 			require.False(t, x.Full(), "entry %d", i)
 			require.NoError(t, x.Append(100+int64(i)*3, int64(i)*1000))
@@ -61,6 +63,8 @@ func TestTimeGrowth(t *testing.T) {
 		name := indexName(dir, 0, ".timeindex")
 		x, err := OpenTime(fs, name, 0, 10000, true) // 833 entries
 		require.NoError(t, err)
+		require.Equal(t, int64(0), fileSize(t, fs, name))
+		require.NoError(t, x.Reserve(1))
 		require.Equal(t, int64(4092), fileSize(t, fs, name))
 		require.NoError(t, x.Reserve(341)) // 341 entries fill 4092 bytes; the roll's needs more
 		require.Equal(t, int64(8184), fileSize(t, fs, name))

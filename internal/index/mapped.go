@@ -63,12 +63,14 @@ func checkBase(path string, baseOffset int64) error {
 
 // open opens name, creating it when writable, and maps it. A writable index may hold up to
 // maxBytes rounded down to a whole entry (an existing file larger than that is mapped whole and
-// is full); its file is grown to a first step (initialStep, or its size when larger), sparse, and
-// grows by doubling up to that maximum as entries need room (see grow); disk space is reserved
-// for the bytes it held and for its next entries (see reserve). A read-only one is mapped at its
-// size. Entries in use are the file's
-// size divided by entrySize; a size that does not divide is ErrCorrupt. A reservation the disk
-// cannot hold is an error wrapping syscall.ENOSPC, and nothing is mapped.
+// is full); its file grows by steps (initialStep, then doubling) up to that maximum as entries
+// need room (see grow), sparse, with disk space reserved for the bytes it held and for its next
+// entries (see reserve). A writable index whose file is empty is left so, unmapped, until its
+// first entry (or a Reserve) needs room: opening the active segment of an idle partition, or one
+// recovered after a crash with no entry to index, costs the open of the file alone, not a
+// preallocation, a mapping and a trim on close. A read-only one is mapped at its size. Entries in
+// use are the file's size divided by entrySize; a size that does not divide is ErrCorrupt. A
+// reservation the disk cannot hold is an error wrapping syscall.ENOSPC, and nothing is mapped.
 func (x *mapped) open(fs fsys.FS, name string, entrySize, maxBytes int, writable bool) error {
 	*x = mapped{name: name, entrySize: entrySize}
 	maxSize := maxBytes / entrySize * entrySize
@@ -111,6 +113,13 @@ func (x *mapped) mapFile(f fsys.File, maxSize int, writable bool) error {
 		if err := f.Allocate(0, size); err != nil {
 			return fmt.Errorf("%s: reserve %d bytes: %w", x.name, size, err)
 		}
+	}
+	if writable && size == 0 {
+		// Nothing to map yet: the first entry grows the file to its first step (see put). The
+		// file's size, which a close that did not sync it may have trimmed, is made durable by
+		// the first Sync.
+		x.f, x.writable, x.sizeDirty = f, true, true
+		return nil
 	}
 	if first := x.step(0); writable && first > mapSize {
 		if err := f.Truncate(int64(first)); err != nil {
@@ -242,7 +251,7 @@ func (x *mapped) grow(need int) error {
 	}
 	err := x.f.Truncate(int64(size))
 	if err == nil {
-		x.sizeDirty = true
+		x.sizeDirty, x.trim = true, true
 		if err = x.mapAt(size, true); err == nil {
 			x.entries = entries
 			return nil

@@ -108,11 +108,22 @@ func TestOffsetPreallocation(t *testing.T) {
 			name := indexName(dir, 0, ".index")
 			x, err := OpenOffset(fs, name, 0, tc.maxBytes, true)
 			require.NoError(t, err)
+			// Opened empty, the index is unmapped and its file untouched until an entry needs
+			// room; the reservation of the first entry grows it to its first step.
+			require.Equal(t, int64(0), fileSize(t, fs, name), "maxBytes %d", tc.maxBytes)
+			require.Equal(t, 0, x.m.maxEntries)
+			require.NoError(t, x.Reserve(1))
 			require.Equal(t, tc.size, fileSize(t, fs, name), "maxBytes %d", tc.maxBytes)
 			require.Equal(t, 0, x.Entries())
 			require.Equal(t, 0, x.SizeBytes())
 			require.Equal(t, tc.maxEntries, x.m.maxEntries)
 			require.NoError(t, x.Close())
+			require.Equal(t, int64(0), fileSize(t, fs, name))
+
+			// Closed without an entry or a reservation, the file is neither grown nor trimmed.
+			y, err := OpenOffset(fs, name, 0, tc.maxBytes, true)
+			require.NoError(t, err)
+			require.NoError(t, y.Close())
 			require.Equal(t, int64(0), fileSize(t, fs, name))
 		})
 	}

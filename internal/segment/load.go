@@ -88,8 +88,14 @@ func (s *Segment) Load(full bool, cutFrom int64) (LoadReport, error) {
 		// at their grown size (up to segment.index.bytes, 10 MiB by default) would first get
 		// disk space for every byte and then be zeroed through the mapping: tens of MiB of page
 		// cache and writes per partition, as Kafka's LogSegment.recover avoids by resetting
-		// (truncating) the index files before it rebuilds them.
+		// (truncating) the index files before it rebuilds them. An empty file is kept: it is
+		// what the rebuild starts from, and opens unmapped (an active segment that holds no more
+		// than index.interval.bytes gets no entry), where a removal and a creation would cost two
+		// changes of the folder per partition.
 		for _, suf := range []string{IndexSuffix, TimeIndexSuffix} {
+			if fi, err := s.fs.Stat(s.Path(suf)); err == nil && fi.Size() == 0 {
+				continue
+			}
 			if err := s.fs.Remove(s.Path(suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return rep, err
 			}
