@@ -7,8 +7,10 @@
 // relative to the segment's base offset. The index of the active segment is mapped writable and
 // may grow to its maximum size (segment.index.bytes, 10 MiB by default); where Kafka preallocates
 // the file at that size up front, it starts at a page here and doubles as entries need room, so
-// that an idle partition's index takes a page of memory on every file system; the file is trimmed to the entries in use when the segment is sealed (Seal) or the index is closed
-// (Close). Because Kafka trims on clean close, the number of entries in a file is its size divided
+// that an idle partition's index takes a page of memory on every file system, and an index opened
+// writable on an empty file takes none: it is grown and mapped when its first entry (or Reserve)
+// needs room. The file is trimmed to the entries in use when the segment is sealed (Seal) or the
+// index is closed (Close). Because Kafka trims on clean close, the number of entries in a file is its size divided
 // by the entry size; a file left preallocated by a crash therefore ends in zero entries, which
 // Check reports as corrupt, and the caller rebuilds the index (Reset, then appends) from the log.
 //

@@ -18,8 +18,9 @@
 //     framing of ours, so the bytes can go to a Kafka fetch response unchanged (File, sendfile).
 //   - .index: the offset index (index.Offset, Kafka's OffsetIndex): 8-byte entries, the offset
 //     relative to B (int32) and the position of a batch in the .log (int32), one every
-//     index.interval.bytes of batches, preallocated to segment.index.bytes while the segment is
-//     active and trimmed to its entries when sealed.
+//     index.interval.bytes of batches, grown by steps up to segment.index.bytes while the
+//     segment is active (an empty one unmapped until an entry needs room) and trimmed to its
+//     entries when sealed.
 //   - .timeindex: the time index (index.Time, Kafka's TimeIndex): 12-byte entries, a timestamp
 //     (int64, ms) and an offset relative to B (int32), the largest timestamp so far and the last
 //     offset of the batch holding it, written with the offset index's entries and once more when

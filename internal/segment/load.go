@@ -184,7 +184,7 @@ func (s *Segment) Load(full bool, cutFrom int64) (LoadReport, error) {
 // file costs what a scan from the last entry would, and the index files need not be opened. As
 // Kafka's LogSegment holds its indexes as LazyIndex, opened on first access, and its LogLoader
 // reads no index after a clean shutdown, the segment is loaded closed, as the file cache leaves
-// an idle one: its indexes are opened (writable, preallocated) by the first read or append that
+// an idle one: its indexes are opened (writable) by the first read or append that
 // needs its files (ensureOpen, OpenFiles), and in a store of thousands of partitions most are
 // never opened until used. Before it trusts them unopened it looks at their sizes: an offset index
 // holding no entry and a time index of whole entries (each clean close adds the segment's largest

@@ -367,7 +367,8 @@ func (s *Segment) FilesReady() bool {
 
 // OpenFiles opens the files of a segment closed for idleness (a no-op when they are open), for a
 // read that has acquired s and called FilesReady. A sealed segment's indexes are mapped
-// read-only, the active segment's writable (preallocated again, as when it was made); the .log
+// read-only, the active segment's writable (mapped again at their size, an empty one when an
+// entry needs room); the .log
 // file is opened for writing too, as truncation may make the segment active again. The files
 // are found under their names of now (Path): "*.deleted" once the segment is retired, those
 // SetSuffix gave them during a compaction's swap. ErrClosed when the log closed or the segment
@@ -463,8 +464,8 @@ func (s *Segment) beginEvict() bool {
 }
 
 // finishEvict closes the files of a segment beginEvict claimed and lets reads open them again.
-// Writable indexes are trimmed to their entries as a close trims them; OpenFiles preallocates
-// them again.
+// Writable indexes are trimmed to their entries as a close trims them; OpenFiles maps them again
+// (an empty one once an entry needs room).
 func (s *Segment) finishEvict() error {
 	// Cleared before the count is restored: a read that sees its reference counted sees the
 	// files closed.
@@ -495,7 +496,8 @@ func (s *Segment) closeFiles() error {
 	return err
 }
 
-// openIndexes opens both indexes, writable (preallocated) or read-only. Writable indexes pin
+// openIndexes opens both indexes, writable (grown as entries need room; an empty file is left
+// unmapped until then) or read-only. Writable indexes pin
 // the segment's files open (see syncIndexes for the unpinning).
 func (s *Segment) openIndexes(writable bool) error {
 	s.pinned.Store(writable)
