@@ -108,9 +108,9 @@ func verdicts(c, sys string, persistent bool, med medians, p Params, peers []str
 	case "reader":
 		switch sys {
 		case "commitlog-Reader":
-			return []Verdict{ratio("≥0.8× Partition.Scan", med("reader", "commitlog-Scan"), 0.8)}
+			return []Verdict{ratio("Reader.Records ≥0.8× Partition.Scan", med("reader", "commitlog-Scan"), 0.8)}
 		case "commitlog-Reader.Scan":
-			return []Verdict{ratio("≥0.8× Partition.Scan (zero-copy mode)", med("reader", "commitlog-Scan"), 0.8)}
+			return []Verdict{ratio("Reader.Scan (the zero-copy mode) ≥0.8× Partition.Scan", med("reader", "commitlog-Scan"), 0.8)}
 		}
 		return nil
 	case "producers1", "producers16":
