@@ -288,17 +288,18 @@ func TestProducerStateRebuiltAfterCrash(t *testing.T) {
 		// new since offset 0, writes none); no roll, no close, so no other.
 		require.Empty(t, snapshotOffsets(t, fsy, dir), "no roll, no close: no snapshot yet")
 
-		crash := filepath.Join(t.TempDir(), "crash")
-		crashCopy(t, fsy, dir, crash)
-		c := openTestLog(t, fsy, crash, baseConfig())
-		require.Equal(t, want, c.Producers())
-		require.Equal(t, int64(12), c.LastStableOffset())
+		// reopenCrashed opens a copy of from taken as a crash would leave it.
+		reopenCrashed := func(from string) (*Log, string) {
+			to := filepath.Join(t.TempDir(), "crash")
+			crashCopy(t, fsy, from, to)
+			l := openTestLog(t, fsy, to, baseConfig())
+			require.Equal(t, want, l.Producers())
+			require.Equal(t, int64(12), l.LastStableOffset())
+			return l, to
+		}
+		c, crash := reopenCrashed(dir)
 		require.Empty(t, snapshotOffsets(t, fsy, crash), "a replay of the active segment alone writes none")
-		again := filepath.Join(t.TempDir(), "again")
-		crashCopy(t, fsy, crash, again)
-		a := openTestLog(t, fsy, again, baseConfig())
-		require.Equal(t, want, a.Producers())
-		require.Equal(t, int64(12), a.LastStableOffset())
+		a, again := reopenCrashed(crash)
 		require.NoError(t, a.Close())
 		require.Equal(t, []int64{14}, snapshotOffsets(t, fsy, again), "the clean close writes one")
 		before := dirFiles(t, fsy, crash)
