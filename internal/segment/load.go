@@ -265,6 +265,21 @@ func (s *Segment) scanTail(cutFrom int64) (LoadReport, error) {
 	return s.scanFrom(start, cutFrom)
 }
 
+// orderError returns the ErrCorrupt of a batch header whose base offset is below next, the lowest
+// offset a batch may hold where it lies (one past the last offset of the batch before it, or the
+// segment's base offset for the first), nil when it is not: offsets only grow within a segment;
+// gaps are legal (Kafka's compaction leaves them). The load's scan stops at such a batch, and a
+// read finds the same.
+func (s *Segment) orderError(h *recordbatch.Header, next int64) error {
+	switch {
+	case h.BaseOffset < s.baseOffset:
+		return fmt.Errorf("%w: base offset %d below the segment's %d", recordbatch.ErrCorrupt, h.BaseOffset, s.baseOffset)
+	case h.BaseOffset < next:
+		return fmt.Errorf("%w: base offset %d not above the previous last offset %d", recordbatch.ErrCorrupt, h.BaseOffset, next-1)
+	}
+	return nil
+}
+
 // scanFrom walks the batches from pos to the end of the file, indexing each valid one. A batch
 // whose framing is whole (length within bounds and inside the file, magic 2, base offset above
 // the previous batch's) but whose CRC or records fail is walked over by its length, as Kafka's
@@ -288,11 +303,9 @@ func (s *Segment) scanFrom(pos, cutFrom int64) (LoadReport, error) {
 		parsed := err == nil // the header's fields can be read (its offsets are checked below)
 		if err == nil {
 			// Offsets only grow; gaps are legal (Kafka's compaction leaves them).
+			err = s.orderError(&h, s.nextOffset)
 			switch {
-			case h.BaseOffset < s.baseOffset:
-				err = fmt.Errorf("%w: base offset %d below the segment's %d", recordbatch.ErrCorrupt, h.BaseOffset, s.baseOffset)
-			case h.BaseOffset < s.nextOffset:
-				err = fmt.Errorf("%w: base offset %d not above the previous last offset %d", recordbatch.ErrCorrupt, h.BaseOffset, s.nextOffset-1)
+			case err != nil:
 			case h.BaseOffset <= lastCorruptBase:
 				err = fmt.Errorf("%w: base offset %d not above the previous batch's %d", recordbatch.ErrCorrupt, h.BaseOffset, lastCorruptBase)
 			case h.LastOffset()-s.baseOffset > math.MaxInt32:

@@ -27,8 +27,9 @@ const headerWalkChunk = 4 << 10
 // read-ahead buffer the read may grow (see Buffers).
 //
 // Errors wrap ErrCorrupt naming the file, the position and offset (a bad batch, a length past
-// limit, a batch claiming an offset at or past end, a batch whose base offset is not above the
-// last offset of the batch before it: the unreadable rest a load left in place), or are the file
+// limit, a batch claiming an offset at or past end, a batch whose base offset is below the
+// segment's or not above the last offset of the batch before it, see orderError: the unreadable
+// rest a load left in place), or are the file
 // system's. Bytes returned never hold such a batch: they end before it. Safe concurrently
 // with other reads and with the writer; the caller holds a reference with the files open, and
 // compares Truncations after the read (a truncation may have cut the bytes it read).
@@ -36,7 +37,7 @@ func (s *Segment) Read(dst []byte, offset, end, pos, limit int64, maxBytes int, 
 	sc := newScanner(s.file, pos, limit, s.maxBatchSize(), LocateChunk, *scratch)
 	defer func() { *scratch = sc.buf[:0] }()
 	var h recordbatch.Header
-	walkedLast := int64(-1) // the last offset of the batch walked over before h
+	next := s.baseOffset // the lowest offset the batch at sc.pos may hold (see orderError)
 	for {
 		h, err = sc.header()
 		if errors.Is(err, io.EOF) {
@@ -52,16 +53,15 @@ func (s *Segment) Read(dst []byte, offset, end, pos, limit int64, maxBytes int, 
 			return dst, false, s.readError(sc.pos, offset, fmt.Errorf("%w: base offset %d at or past the log end offset %d",
 				recordbatch.ErrCorrupt, h.BaseOffset, end))
 		}
-		if h.BaseOffset <= walkedLast {
-			// Offsets only grow within a segment: this is where a load stopped and left the
-			// rest in place as unreadable, and the offset, past the batches walked, lies in it.
-			return dst, false, s.readError(sc.pos, offset, fmt.Errorf("%w: base offset %d not above the previous batch's last offset %d",
-				recordbatch.ErrCorrupt, h.BaseOffset, walkedLast))
+		if err := s.orderError(&h, next); err != nil {
+			// Where a load stopped and left the rest in place as unreadable: the offset, past
+			// the batches walked, lies in it.
+			return dst, false, s.readError(sc.pos, offset, err)
 		}
 		if h.LastOffset() >= offset {
 			break
 		}
-		walkedLast = h.LastOffset()
+		next = h.LastOffset() + 1
 		sc.skip(h)
 	}
 
@@ -85,11 +85,10 @@ func (s *Segment) Read(dst []byte, offset, end, pos, limit int64, maxBytes int, 
 		}
 	}
 	var used int
-	prevLast := int64(-1)
 	for used < int(n) {
 		b := dst[base+used : base+int(n)]
 		bh, err := recordbatch.Check(b, s.maxBatchSize())
-		if err == nil && (bh.BaseOffset >= end || bh.BaseOffset <= prevLast) {
+		if err == nil && (bh.BaseOffset >= end || s.orderError(&bh, next) != nil) {
 			// Past the end, or offsets that do not grow: bytes a load left in place as
 			// unreadable (its scan stopped at them), which a read from there reports.
 			break
@@ -102,7 +101,7 @@ func (s *Segment) Read(dst []byte, offset, end, pos, limit int64, maxBytes int, 
 			break
 		}
 		used += bh.Size()
-		prevLast = bh.LastOffset()
+		next = bh.LastOffset() + 1
 	}
 	return dst[:base+used], true, nil
 }
