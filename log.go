@@ -225,9 +225,7 @@ func openLog(dir string, cfg LogConfig, o options, lock, replicated bool) (l *Lo
 	}
 	l.epochs.deferSync = false // writes from now on are synced as they are made
 	l.leaderEpoch = max(l.latestEpoch(), 0)
-	l.producers.recoverySyncedLater, l.producers.listing = o.openSyncedLater, rec.entries
-	err = l.loadProducerState(haveState && st.clean, true)
-	l.producers.recoverySyncedLater, l.producers.listing = false, nil
+	err = l.loadProducerState(haveState && st.clean, &producerOpen{listing: rec.entries, syncedLater: o.openSyncedLater})
 	l.appendMu.Unlock()
 	if err != nil {
 		return nil, err

@@ -51,16 +51,22 @@ type producerState struct {
 	durableOff   int64
 	durableBytes []byte
 	durableOK    bool
-	// recoverySyncedLater leaves out the fsync of the snapshot written after a replay at open:
-	// Store.Open syncs the file system before it relies on it (options.openSyncedLater). Until
-	// then a power loss may leave the snapshot torn or empty, which loading deletes (it is the
-	// newest), reading the one before and replaying from there.
-	recoverySyncedLater bool
-	// unsynced says that a snapshot was written so, for Store.Open to sync.
+	// unsynced says that the snapshot written after a replay at open was left unsynced
+	// (producerOpen.syncedLater), for Store.Open to sync.
 	unsynced bool
-	// listing is the folder's listing the log's load read, set for the producer state's load at
-	// open: removeSnapshots uses it rather than listing the folder again (nil: it lists).
+}
+
+// producerOpen is what a log's open tells the producer state's load; a truncation's load has
+// none (nil).
+type producerOpen struct {
+	// listing is the folder's listing the log's load read: removeSnapshots uses it rather than
+	// listing the folder again.
 	listing []fs.DirEntry
+	// syncedLater leaves out the fsync of the snapshot written after a replay: Store.Open syncs
+	// the file system before it relies on it (options.openSyncedLater). Until then a power loss
+	// may leave the snapshot torn or empty, which loading deletes (it is the newest), reading the
+	// one before and replaying from there.
+	syncedLater bool
 }
 
 // snapshotCurrent reports whether the snapshot file at offset is durable and holds the state as
@@ -126,9 +132,9 @@ func (ps *producerState) writeSnapshotVia(offset int64, syncFile, durable bool, 
 
 // removeSnapshots deletes the snapshot files whose offset drop says, and leftovers of an
 // interrupted write, and returns the offsets of the snapshot files it kept, ascending (from the
-// one folder listing, which the load then reads the newest of: readLatest).
-func (ps *producerState) removeSnapshots(drop func(off int64) bool) ([]int64, error) {
-	entries := ps.listing
+// one folder listing, which the load then reads the newest of: readLatest). entries is the
+// folder's listing when the caller has read it; nil lists the folder.
+func (ps *producerState) removeSnapshots(entries []fs.DirEntry, drop func(off int64) bool) ([]int64, error) {
 	if entries == nil {
 		var err error
 		if entries, err = ps.fs.ReadDir(ps.dir); err != nil {
@@ -216,9 +222,9 @@ func (ps *producerState) readLatest(offs []int64, start, end int64, now time.Tim
 // within the active segment writes none: the next one reads no more than this one did (a roll
 // and a close write a snapshot), and a store of thousands of partitions reopened after a kill
 // would otherwise create and rename a file in every partition's folder for a replay of a few
-// bytes. A truncation (atOpen false) always writes one at its new end when it replayed: it has
+// bytes. A truncation (open nil) always writes one at its new end when it replayed: it has
 // just deleted the snapshots past it. Callers hold appendMu, or run before the log is shared.
-func (l *Log) loadProducerState(lastTwo, atOpen bool) error {
+func (l *Log) loadProducerState(lastTwo bool, open *producerOpen) error {
 	l.mu.RLock()
 	start, leo, activeBase := l.logStartOffset, l.active().NextOffset(), l.active().BaseOffset()
 	from := start
@@ -238,7 +244,12 @@ func (l *Log) loadProducerState(lastTwo, atOpen bool) error {
 	}
 	l.mu.RUnlock()
 	ps := &l.producers
-	offs, err := ps.removeSnapshots(func(off int64) bool { return off > leo || off < start })
+	var listing []fs.DirEntry
+	syncedLater := false
+	if open != nil {
+		listing, syncedLater = open.listing, open.syncedLater
+	}
+	offs, err := ps.removeSnapshots(listing, func(off int64) bool { return off > leo || off < start })
 	if err != nil {
 		return err
 	}
@@ -261,12 +272,12 @@ func (l *Log) loadProducerState(lastTwo, atOpen bool) error {
 			return err
 		}
 	}
-	if from < leo && (!atOpen || from < activeBase) {
+	if from < leo && (open == nil || from < activeBase) {
 		// What was replayed need not be again: Kafka's recovery ends with a snapshot too. A
 		// log with nothing to replay (new, or read whole from a snapshot), or, at open, only
 		// its active segment's batches, writes none.
-		ps.unsynced = ps.recoverySyncedLater
-		if err := ps.writeSnapshot(leo, !ps.recoverySyncedLater, false); err != nil {
+		ps.unsynced = syncedLater
+		if err := ps.writeSnapshot(leo, !syncedLater, false); err != nil {
 			l.logger.Warn("producer snapshot not written after recovery; the next one replays more", "err", err)
 		}
 	}

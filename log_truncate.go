@@ -108,7 +108,7 @@ func (l *Log) truncateTo(offset int64, newEpoch bool) error {
 	l.cutCleanerPoint(keep.NextOffset())
 	// The producer state forgets the batches cut: it is read again from the newest snapshot at or
 	// below the new end, and the batches after it replayed (Kafka's truncateTo reloads it so).
-	if err := l.loadProducerState(false, false); err != nil {
+	if err := l.loadProducerState(false, nil); err != nil {
 		return l.fail(fmt.Errorf("reload producer state after truncation to %d: %w", keep.NextOffset(), err))
 	}
 	l.logger.Info("truncated", "offset", offset, "log_end_offset", keep.NextOffset())
@@ -162,7 +162,7 @@ func (l *Log) truncateFullyAndStartAt(offset int64) error {
 	}
 	l.owner.cutLegacy(offset)
 	l.producers.m.Reset(offset)
-	if _, err := l.producers.removeSnapshots(func(int64) bool { return true }); err != nil {
+	if _, err := l.producers.removeSnapshots(nil, func(int64) bool { return true }); err != nil {
 		l.logger.Warn("producer snapshots not removed", "err", err)
 	}
 	l.logger.Info("log started over", "log_start_offset", offset)

@@ -233,7 +233,7 @@ func (l *Log) advanceLogStartOffset(offset int64) error {
 // snapshots below it (Kafka's onLogStartOffsetIncremented and deleteSnapshotsBefore).
 func (l *Log) trimProducers(start int64) {
 	l.producers.m.TruncateHead(start)
-	if _, err := l.producers.removeSnapshots(func(off int64) bool { return off < start }); err != nil {
+	if _, err := l.producers.removeSnapshots(nil, func(off int64) bool { return off < start }); err != nil {
 		l.logger.Warn("producer snapshots below the log start offset not removed", "err", err)
 	}
 }
