@@ -301,15 +301,16 @@ func (s *Segment) createFiles(spared bool) error {
 	}
 	// The first entries' space now (an empty index is opened unmapped), so that a segment that
 	// could take no entry is refused when it is made (a roll), not at its first append.
-	if err := s.offsetIdx.Reserve(1); err != nil {
-		return errors.Join(err, s.closeIndexes(), f.Close())
-	}
-	if err := s.timeIdx.Reserve(1); err != nil {
-		return errors.Join(err, s.closeIndexes(), f.Close())
+	err = s.offsetIdx.Reserve(1)
+	if err == nil {
+		err = s.timeIdx.Reserve(1)
 	}
 	// The aborted transactions of an earlier segment at this base offset are not this one's; the
 	// spares are no .txnindex, so it goes even then. Its file comes with the first entry.
-	if err := s.openTxnIndex(true); err != nil {
+	if err == nil {
+		err = s.openTxnIndex(true)
+	}
+	if err != nil {
 		return errors.Join(err, s.closeIndexes(), f.Close())
 	}
 	return nil
