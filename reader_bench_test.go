@@ -27,22 +27,7 @@ func BenchmarkReaderDrain(b *testing.B) {
 	const total = 1_000_000
 	for _, kind := range []string{"file", "memory"} {
 		b.Run("store="+kind, func(b *testing.B) {
-			var s *Store
-			var err error
-			if kind == "memory" {
-				s, err = OpenInMemory()
-			} else {
-				s, err = Open(b.TempDir())
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = s.Close() })
-			t := fillBenchTopic(b, s, 1, total)
-			p, err := t.Partition(0)
-			if err != nil {
-				b.Fatal(err)
-			}
+			t, p := fillDrainPartition(b, kind == "memory", total)
 			var scanRate, scanCPU float64
 			// report adds records/s, allocs/record and cpu-ns/record (the process's CPU time,
 			// the garbage collector's included, steadier than records/s on a busy machine),
@@ -67,7 +52,9 @@ func BenchmarkReaderDrain(b *testing.B) {
 				return rate, cpu
 			}
 
-			b.Run("read=scan", func(b *testing.B) {
+			// measure runs drain b.N times, each draining the partition once and returning the
+			// records it read, and reports them.
+			measure := func(b *testing.B, drain func() int, vsScan bool) (float64, float64) {
 				b.SetBytes(total * benchRecBytes)
 				runtime.GC() // the fill's and the last line's garbage, outside the clock
 				b.ResetTimer()
@@ -75,39 +62,23 @@ func BenchmarkReaderDrain(b *testing.B) {
 				cpu0, _ := processCPU()
 				n := 0
 				for range b.N {
-					n += drainPartitionScan(b, p)
+					n += drain()
 				}
-				scanRate, scanCPU = report(b, n, benchMallocs()-m0, cpu0, false)
-			})
-			// drain reads the topic from the start with a new Reader, through Records (owned
-			// records) or Scan (the zero-copy mode).
-			drain := func(zeroCopy bool) func(b *testing.B) {
-				return func(b *testing.B) {
-					b.SetBytes(total * benchRecBytes)
-					runtime.GC() // the fill's and the last line's garbage, outside the clock
-					b.ResetTimer()
-					m0 := benchMallocs()
-					cpu0, _ := processCPU()
-					n := 0
-					for range b.N {
-						n += drainReader(b, t, total, zeroCopy)
-					}
-					report(b, n, benchMallocs()-m0, cpu0, true)
-				}
+				return report(b, n, benchMallocs()-m0, cpu0, vsScan)
 			}
-			b.Run("read=reader", drain(false))
-			b.Run("read=reader-scan", drain(true))
+			b.Run("read=scan", func(b *testing.B) {
+				scanRate, scanCPU = measure(b, func() int { return drainPartitionScan(b, p) }, false)
+			})
+			// A new Reader reads the topic from the start, through Records (owned records) or
+			// Scan (the zero-copy mode).
+			b.Run("read=reader", func(b *testing.B) {
+				measure(b, func() int { return drainReader(b, t, total, false) }, true)
+			})
+			b.Run("read=reader-scan", func(b *testing.B) {
+				measure(b, func() int { return drainReader(b, t, total, true) }, true)
+			})
 			b.Run("read=readrecords", func(b *testing.B) {
-				b.SetBytes(total * benchRecBytes)
-				runtime.GC() // the fill's and the last line's garbage, outside the clock
-				b.ResetTimer()
-				m0 := benchMallocs()
-				cpu0, _ := processCPU()
-				n := 0
-				for range b.N {
-					n += drainReadRecords(b, p, total)
-				}
-				report(b, n, benchMallocs()-m0, cpu0, true)
+				measure(b, func() int { return drainReadRecords(b, p, total) }, true)
 			})
 		})
 	}
@@ -123,16 +94,7 @@ func BenchmarkReaderDrain(b *testing.B) {
 //	go test -run='^$' -bench=BenchmarkReaderDrainInterleaved -benchtime=5x .
 func BenchmarkReaderDrainInterleaved(b *testing.B) {
 	const total = 1_000_000
-	s, err := Open(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
-	t := fillBenchTopic(b, s, 1, total)
-	p, err := t.Partition(0)
-	if err != nil {
-		b.Fatal(err)
-	}
+	t, p := fillDrainPartition(b, false, total)
 	paths := []struct {
 		name  string
 		owned bool
@@ -240,4 +202,28 @@ func drainReadRecords(b *testing.B, p *Partition, total int64) int {
 		}
 	}
 	return int(next)
+}
+
+// fillDrainPartition opens a store (in memory, or in a temporary folder), closed when the
+// benchmark ends, and fills the one partition of a new topic with total records of
+// benchRecBytes.
+func fillDrainPartition(b *testing.B, inMemory bool, total int) (*Topic, *Partition) {
+	b.Helper()
+	var s *Store
+	var err error
+	if inMemory {
+		s, err = OpenInMemory()
+	} else {
+		s, err = Open(b.TempDir())
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	t := fillBenchTopic(b, s, 1, total)
+	p, err := t.Partition(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return t, p
 }
