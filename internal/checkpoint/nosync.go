@@ -18,22 +18,10 @@ func WriteNoSync(fsy fsys.FS, name string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	tmp := name + TempSuffix
-	f, err := fsy.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
+	if err := WriteRawTemp(fsy, name, buf); err != nil {
 		return err
 	}
-	_, err = f.WriteAt(buf, 0)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsy.Rename(tmp, name)
-	}
-	if err != nil {
-		fsy.Remove(tmp)
-	}
-	return err
+	return CommitTemp(fsy, name)
 }
 
 // WriteRawTemp writes data to name+".tmp" (created or truncated) without syncing it: the first
