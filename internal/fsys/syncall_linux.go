@@ -1,7 +1,6 @@
 package fsys
 
 import (
-	"io/fs"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -17,25 +16,10 @@ func (osFS) SyncFileSystem(dir string) error {
 	if err != nil {
 		return err
 	}
-	rc, err := d.SyscallConn()
-	if err != nil {
-		d.Close()
-		return &fs.PathError{Op: "syncfs", Path: dir, Err: err}
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			serr = unix.Syncfs(int(fd))
-			if serr != unix.EINTR {
-				return
-			}
-		}
-	}); err != nil {
-		serr = err
-	}
+	serr := retryOnFD(d, "syncfs", unix.Syncfs)
 	cerr := d.Close()
 	if serr != nil {
-		return &fs.PathError{Op: "syncfs", Path: dir, Err: serr}
+		return serr
 	}
 	return cerr
 }
