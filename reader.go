@@ -97,7 +97,12 @@ type ReaderConfig struct {
 	// Reset is what to do when a position falls out of range.
 	Reset ResetPolicy
 	// AutoCommitInterval, when positive, commits a named reader's positions this often in the
-	// background and once more on Close (Kafka's auto.commit.interval.ms).
+	// background and once more on Close (Kafka's enable.auto.commit with
+	// auto.commit.interval.ms). As Kafka's auto-commit, which runs in poll, a background commit
+	// covers the records returned before the last one: the last record handed out (by Next,
+	// Records or Scan) counts as processed once the reader is asked for the next, so a crash
+	// while the loop body handles a record reads that record again (at least once). Close
+	// commits past every record returned, as a Kafka consumer's close does.
 	AutoCommitInterval time.Duration
 	// SyncCommits makes every commit durable before it returns: the positions file and the
 	// store's directory are fsynced. Without it (the default) a commit is a rename of a
@@ -149,6 +154,23 @@ type Reader struct {
 	// with its decompressors and buffer, one for all partitions: the records of compressed
 	// batches are copied out of its buffer.
 	scanDec *recordbatch.Decoder
+	// inFlight is the partition of the record last handed out while the caller has not asked
+	// for the next one (it is processing it), inFlightPos and inFlightEpoch its position before
+	// that record and inFlightNext after it. The background auto-commit commits inFlightPos for
+	// it (while its position is still inFlightNext), as Kafka's auto-commit, made in poll,
+	// covers only the records of the polls before; Commit and Close commit past it.
+	inFlight      *readerPartition
+	inFlightPos   int64
+	inFlightNext  int64
+	inFlightEpoch int32
+}
+
+// handOut moves rp's position past rec, handed out with the leader epoch epoch, and notes rec as
+// the record in flight (see inFlight). Callers hold mu.
+func (r *Reader) handOut(rp *readerPartition, rec *Record, epoch int32) {
+	r.inFlight, r.inFlightPos, r.inFlightEpoch = rp, rp.pos, rp.epoch
+	rp.pos, rp.epoch = rec.Offset+1, epoch
+	r.inFlightNext = rp.pos
 }
 
 type readerPartition struct {
@@ -405,6 +427,7 @@ func (r *Reader) records(ctx context.Context, borrow bool) iter.Seq2[*Record, er
 // records are not Scan's. Otherwise nil, and next does the rest. It is the loop of a drain, a
 // few loads and stores under mu. Callers hold mu.
 func (r *Reader) take(borrow bool) *Record {
+	r.inFlight = nil // the caller is done with the last record
 	if r.closed || r.cursor >= len(r.parts) {
 		return nil
 	}
@@ -415,7 +438,8 @@ func (r *Reader) take(borrow bool) *Record {
 		return nil
 	}
 	rec := &rp.recs[i]
-	rp.pos, rp.epoch, rp.next = rec.Offset+1, rp.epochs[i], i+1
+	r.handOut(rp, rec, rp.epochs[i])
+	rp.next = i + 1
 	if r.cursor++; r.cursor == len(r.parts) {
 		r.cursor = 0
 	}
@@ -440,6 +464,7 @@ func (r *Reader) pollMode(borrow bool) (rec *Record, moved <-chan struct{}, err 
 }
 
 func (r *Reader) pollLocked(borrow bool) (*Record, error) {
+	r.inFlight = nil // the caller is done with the last record
 	if r.stopped() {
 		return nil, ErrClosed
 	}
@@ -458,7 +483,7 @@ func (r *Reader) pollLocked(borrow bool) (*Record, error) {
 		}
 		if rp.buffered() {
 			rec := &rp.recs[rp.next]
-			rp.pos, rp.epoch = rec.Offset+1, rp.epochs[rp.next]
+			r.handOut(rp, rec, rp.epochs[rp.next])
 			rp.next++
 			if rp.borrowed && !borrow {
 				rec = cloneRecord(rec) // its slab is Scan's, to be reused
@@ -818,7 +843,7 @@ func (r *Reader) Close() error {
 	if r.cfg.Name != "" && r.cfg.AutoCommitInterval > 0 {
 		// A deleted topic's positions are gone with it: nothing to commit.
 		// Synced whatever SyncCommits says: it is the last, and a clean close is durable.
-		if err = r.commit(true); errors.Is(err, errTopicDeleted) {
+		if err = r.commit(true, false); errors.Is(err, errTopicDeleted) {
 			err = nil
 		}
 	}

@@ -38,22 +38,28 @@ func (r *Reader) Commit(ctx context.Context) error {
 	if closed {
 		return ErrClosed
 	}
-	return r.commit(r.cfg.SyncCommits)
+	return r.commit(r.cfg.SyncCommits, false)
 }
 
 // commit writes the positions file, keeping the entries of other topics, and of the topic's
-// other partitions, committed under this name; fsynced when sync is set.
+// other partitions, committed under this name; fsynced when sync is set. With settled (the
+// background auto-commit), the partition of a record in flight gets the position before it (see
+// Reader.inFlight).
 // The store holds its lock shared meanwhile (see Store.commitPositions), so that DeleteTopic, which rewrites the files, never runs
 // between its read and its write; a reader of a topic since deleted commits nothing (ErrClosed),
 // so that the deleted topic's positions never come back.
-func (r *Reader) commit(sync bool) error {
+func (r *Reader) commit(sync, settled bool) error {
 	r.commitMu.Lock()
 	defer r.commitMu.Unlock()
 	return r.positions.commitPositions(r.cfg.Name, r.topic, sync, func(mine map[int32]committedPosition) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		for _, rp := range r.parts {
-			mine[rp.p.id] = committedPosition{offset: rp.pos, leaderEpoch: rp.epoch}
+			c := committedPosition{offset: rp.pos, leaderEpoch: rp.epoch}
+			if settled && rp == r.inFlight && rp.pos == r.inFlightNext {
+				c = committedPosition{offset: r.inFlightPos, leaderEpoch: r.inFlightEpoch}
+			}
+			mine[rp.p.id] = c
 		}
 	})
 }
@@ -70,7 +76,7 @@ func (r *Reader) autoCommit() {
 		case <-r.done:
 			return
 		case <-t.C:
-			if err := r.commit(r.cfg.SyncCommits); err != nil && !errors.Is(err, errTopicDeleted) {
+			if err := r.commit(r.cfg.SyncCommits, true); err != nil && !errors.Is(err, errTopicDeleted) {
 				r.positions.logger().Error("auto-commit failed", "reader", r.cfg.Name, "err", err)
 			}
 		}

@@ -3,6 +3,7 @@ package commitlog
 import (
 	"context"
 	"fmt"
+	"iter"
 	"sync"
 	"testing"
 	"time"
@@ -478,4 +479,66 @@ func TestReaderNameOnSeveralTopics(t *testing.T) {
 		require.Equal(t, []stSeen{{0, 30, ov[30]}}, stSeenOf(stNextN(t, ro, 1)))
 		require.Equal(t, []stSeen{{0, 40, pv[40]}}, stSeenOf(stNextN(t, rp, 1)))
 	})
+}
+
+// TestReaderAutoCommitLeavesRecordInFlight: the background auto-commit commits the position before
+// the record the loop body is processing, never past it, in each read mode (Next, Records, Scan);
+// once the caller asks for the next record, the one before counts as processed; Close commits past
+// every record returned.
+func TestReaderAutoCommitLeavesRecordInFlight(t *testing.T) {
+	modes := []struct {
+		name string
+		read func(ctx context.Context, r *Reader) iter.Seq2[*Record, error]
+	}{
+		{"next", func(ctx context.Context, r *Reader) iter.Seq2[*Record, error] {
+			return func(yield func(*Record, error) bool) {
+				for {
+					rec, err := r.Next(ctx)
+					if !yield(rec, err) || err != nil {
+						return
+					}
+				}
+			}
+		}},
+		{"records", func(ctx context.Context, r *Reader) iter.Seq2[*Record, error] { return r.Records(ctx) }},
+		{"scan", func(ctx context.Context, r *Reader) iter.Seq2[*Record, error] { return r.Scan(ctx) }},
+	}
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, env *storeEnv) {
+				s := env.mustOpen(t)
+				tp := stCreate(t, s, "events", TopicConfig{Partitions: 1})
+				appendInBatches(t, tp, divergenceValues("v", 0, 3))
+				const interval = 2 * time.Millisecond
+				r := stReader(t, tp, ReaderConfig{Name: "worker", Start: Earliest, AutoCommitInterval: interval})
+				committed := func() int64 {
+					pos, err := s.CommittedPositions("worker")
+					require.NoError(t, err)
+					off, ok := pos["events"][0]
+					if !ok {
+						return -1
+					}
+					return off
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				var offsets []int64
+				for rec, err := range mode.read(ctx, r) {
+					require.NoError(t, err)
+					offsets = append(offsets, rec.Offset)
+					// While this record is processed, the commits stop before it: the one
+					// before it is processed, since the caller asked for this one.
+					require.Eventually(t, func() bool { return committed() == rec.Offset }, 5*time.Second, interval)
+					time.Sleep(10 * interval) // more ticks, none past it
+					require.Equal(t, rec.Offset, committed(), "committed past the record in flight")
+					if rec.Offset == 2 {
+						break
+					}
+				}
+				require.Equal(t, []int64{0, 1, 2}, offsets)
+				require.NoError(t, r.Close())
+				require.Equal(t, int64(3), committed(), "Close commits past every record returned")
+			})
+		})
+	}
 }
