@@ -51,6 +51,12 @@ func (s *Store) CreateTopics(topics map[string]TopicConfig) map[string]CreateTop
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		for name := range topics {
+			out[name] = CreateTopicResult{Err: ErrClosed} // whatever the checks said
+		}
+		return out
+	}
 	var names []string // to create, sorted
 	for _, name := range slices.Sorted(maps.Keys(checked)) {
 		if err := s.checkTopicFree(name, checked[name], names); err != nil {
@@ -98,13 +104,10 @@ func (s *Store) checkNewTopic(name string, cfg TopicConfig) (TopicConfig, error)
 }
 
 // checkTopicFree checks, under mu, that a topic name with cfg can be created beside the store's
-// topics and the names already taken by the same call (batch): ErrClosed, ErrTopicExists for a
+// topics and the names already taken by the same call (batch), in an open store: ErrTopicExists for a
 // held name or one differing only in case, ErrInvalidTopicName for a partition folder that is a
 // symbolic link.
 func (s *Store) checkTopicFree(name string, cfg TopicConfig, batch []string) error {
-	if s.closed {
-		return ErrClosed
-	}
 	if _, ok := s.topics[name]; ok {
 		return fmt.Errorf("%w: %q", ErrTopicExists, name)
 	}

@@ -96,7 +96,7 @@ func TestCreateTopics(t *testing.T) {
 }
 
 // A CreateTopics call with nothing to create, or after Close, creates nothing: every topic of
-// a closed store's call fails with ErrClosed.
+// a closed store's call fails with ErrClosed, whatever its name or configuration.
 func TestCreateTopicsEmptyAndClosed(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, fsy fsys.FS) {
 		dir := filepath.Join(t.TempDir(), "store")
@@ -105,11 +105,14 @@ func TestCreateTopicsEmptyAndClosed(t *testing.T) {
 		require.Empty(t, s.CreateTopics(nil))
 		require.Empty(t, s.CreateTopics(map[string]TopicConfig{}))
 		require.NoError(t, s.Close())
-		res := s.CreateTopics(map[string]TopicConfig{"a": {}, "b": {Partitions: 2}})
-		require.Len(t, res, 2)
-		for _, name := range []string{"a", "b"} {
-			require.ErrorIs(t, res[name].Err, ErrClosed)
+		// ErrClosed before any other check: a bad name or configuration too.
+		res := s.CreateTopics(map[string]TopicConfig{"a": {}, "b": {Partitions: 2}, "bad/name": {}, "neg": {Partitions: -1}})
+		require.Len(t, res, 4)
+		for _, name := range []string{"a", "b", "bad/name", "neg"} {
+			require.ErrorIs(t, res[name].Err, ErrClosed, name)
 			require.Nil(t, res[name].Topic)
+			_, err := s.CreateTopic(name, TopicConfig{Partitions: -1})
+			require.ErrorIs(t, err, ErrClosed, name)
 		}
 		require.Empty(t, slices.DeleteFunc(fsListDir(t, fsy, dir), func(n string) bool {
 			return n != partitionDirName("a", 0) && n != partitionDirName("b", 0)
