@@ -121,8 +121,11 @@ func (p *Partition) Append(ctx context.Context, recs ...*Record) error {
 // wait for the next). A lone call is written at once; WithLinger makes a round wait
 // for more (linger.ms). Each call keeps its own offsets, timestamps and errors: a record too large
 // or a timestamp too far ahead fails its call alone (Kafka's producer fails the whole batch), a
-// call whose ctx is done while it is queued returns ctx's error with nothing written, and a
-// failed write or fsync fails every call of its round. An AcksNone call queued with calls that
+// call whose ctx is done while it is queued returns ctx's error with nothing written. When the
+// round's one write fails (nothing of it stays in the log), each call is written again on its
+// own and gets that write's outcome: its own error, or success when the failure was the
+// combined write's alone (a full disk then fails each call that still does not fit). A failed
+// fsync fails every call of its round. An AcksNone call queued with calls that
 // wait for durability returns with them, after the round's fsync. A Producer's idempotent and
 // transactional appends are never coalesced.
 func (p *Partition) AppendAcks(ctx context.Context, acks Acks, recs ...*Record) error {

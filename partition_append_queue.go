@@ -28,8 +28,10 @@ import (
 // Every call keeps its records together and in order, and gets its own offsets, timestamps and
 // error: the checks that refuse a call (a record larger than max.message.bytes, a timestamp past
 // message.timestamp.after.max.ms, the leader and in-sync replica checks, its context done before
-// the round takes it) refuse that call alone, and its neighbours in the round are written. A write
-// or fsync that fails fails every call of the round, as one group commit's fsync does. An
+// the round takes it) refuse that call alone, and its neighbours in the round are written. A
+// coalesced write that fails leaves nothing in the log, and each call of the round is then
+// written on its own, to get its own outcome (see writeRound). An fsync that fails fails every
+// call of the round, as one group commit's fsync does. An
 // idempotent or transactional Producer's appends are not queued: their sequence numbers follow
 // their own calls (see Producer).
 
