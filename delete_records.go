@@ -8,8 +8,11 @@ import (
 // DeleteRecords deletes the partition's records below offset, as Kafka's DeleteRecords does
 // (Partition.deleteRecordsOnLeader, UnifiedLog.maybeIncrementLogStartOffset): the log start
 // offset rises to offset (never falls: an offset at or below it changes nothing), and records
-// below it can no longer be read (ReadBatches, ReadRecords, ReadRecord, Scan and readers below
-// it get ErrOffsetOutOfRange; LogStartOffset reports it). The segments wholly below it are
+// below it can no longer be read (ReadBatches, ReadRecords, ReadRecord and Scan get
+// ErrOffsetOutOfRange; LogStartOffset reports it). A Reader positioned below it gets
+// ErrOffsetOutOfRange, or its ResetPolicy, at its next fetch; the records it fetched before the
+// call (up to ReaderConfig.MaxBytes a partition) it still returns first, as a Kafka consumer
+// returns the records of a fetch it already made. The segments wholly below it are
 // deleted at once, as retention deletes them (their files after file.delete.delay.ms); the
 // segment holding offset stays, its records below offset unreadable. The new log start offset
 // is checkpointed in the partition's state file (Kafka's log-start-offset-checkpoint) before
