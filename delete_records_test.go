@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -218,4 +219,55 @@ func TestDeleteRecordsCrash(t *testing.T) {
 		require.NoError(t, err)
 		requireStartsAt(t, p2, 30)
 	})
+}
+
+// TestDeleteRecordsUnderReader: a Reader reading below the new log start offset returns the
+// records of the fetch it had made (as a Kafka consumer returns a fetch it already has), then
+// meets the log start offset at its next fetch: ErrOffsetOutOfRange under ResetNone, the first
+// record at the log start offset under ResetEarliest. Each fetch is one batch of 10 records
+// (MaxBytes 1).
+func TestDeleteRecordsUnderReader(t *testing.T) {
+	for _, scan := range []bool{false, true} {
+		for _, reset := range []ResetPolicy{ResetNone, ResetEarliest} {
+			t.Run(fmt.Sprintf("scan=%v/reset=%s", scan, resetNames[reset]), func(t *testing.T) {
+				forEachStore(t, func(t *testing.T, env *storeEnv) {
+					s := env.mustOpen(t)
+					tp := stCreate(t, s, "events", TopicConfig{Partitions: 1})
+					appendInBatches(t, tp, divergenceValues("v", 0, 40))
+					p := stMust(tp.Partition(0))
+					r := stReader(t, tp, ReaderConfig{Start: Earliest, Reset: reset, MaxBytes: 1})
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					defer cancel()
+					it := r.Records(ctx)
+					if scan {
+						it = r.Scan(ctx)
+					}
+					var offsets []int64
+					var last error
+					for rec, err := range it {
+						if err != nil {
+							last = err
+							break
+						}
+						offsets = append(offsets, rec.Offset)
+						if rec.Offset == 5 {
+							low, err := p.DeleteRecords(ctx, 25)
+							require.NoError(t, err)
+							require.Equal(t, int64(25), low)
+						}
+						if rec.Offset == 26 {
+							break
+						}
+					}
+					if reset == ResetNone {
+						require.Equal(t, offsetRange(0, 10), offsets)
+						require.ErrorIs(t, last, ErrOffsetOutOfRange)
+						return
+					}
+					require.NoError(t, last)
+					require.Equal(t, append(offsetRange(0, 10), 25, 26), offsets)
+				})
+			})
+		}
+	}
 }
