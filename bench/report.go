@@ -111,15 +111,9 @@ func (r *Report) writeTargets(pw *printer) {
 			}
 			continue
 		}
-		owners := []string{wl.owner()}
-		if wl.Letter == "reader" {
-			// The reader target is met by Reader.Records or, failing that, by the
-			// documented zero-copy mode: both are summarised.
-			owners = append(owners, "commitlog-Reader.Scan")
-		}
 		for _, c := range wl.Cases {
 			var vs []Verdict
-			for _, o := range owners {
+			for _, o := range wl.targeted() {
 				vs = append(vs, verdicts(c.ID, o, true, r.med, r.Params, r.peers())...)
 			}
 			for _, v := range vs {
