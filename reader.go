@@ -154,23 +154,25 @@ type Reader struct {
 	// with its decompressors and buffer, one for all partitions: the records of compressed
 	// batches are copied out of its buffer.
 	scanDec *recordbatch.Decoder
-	// inFlight is the partition of the record last handed out while the caller has not asked
-	// for the next one (it is processing it), inFlightPos and inFlightEpoch its position before
-	// that record and inFlightNext after it. The background auto-commit commits inFlightPos for
-	// it (while its position is still inFlightNext), as Kafka's auto-commit, made in poll,
+	// inFlight is the record last handed out while the caller has not asked for the next one
+	// (it is processing it); its rp is nil when there is none. The background auto-commit
+	// commits the position before it (see Reader.commit), as Kafka's auto-commit, made in poll,
 	// covers only the records of the polls before; Commit and Close commit past it.
-	inFlight      *readerPartition
-	inFlightPos   int64
-	inFlightNext  int64
-	inFlightEpoch int32
+	inFlight inFlightRecord
+}
+
+// inFlightRecord is the record a Reader handed out last, by its partition's positions.
+type inFlightRecord struct {
+	rp     *readerPartition
+	before committedPosition // rp's position (and epoch) before the record
+	after  int64             // rp's position after it: the record is still in flight while rp is there
 }
 
 // handOut moves rp's position past rec, handed out with the leader epoch epoch, and notes rec as
 // the record in flight (see inFlight). Callers hold mu.
 func (r *Reader) handOut(rp *readerPartition, rec *Record, epoch int32) {
-	r.inFlight, r.inFlightPos, r.inFlightEpoch = rp, rp.pos, rp.epoch
+	r.inFlight = inFlightRecord{rp: rp, before: committedPosition{offset: rp.pos, leaderEpoch: rp.epoch}, after: rec.Offset + 1}
 	rp.pos, rp.epoch = rec.Offset+1, epoch
-	r.inFlightNext = rp.pos
 }
 
 type readerPartition struct {
@@ -427,7 +429,7 @@ func (r *Reader) records(ctx context.Context, borrow bool) iter.Seq2[*Record, er
 // records are not Scan's. Otherwise nil, and next does the rest. It is the loop of a drain, a
 // few loads and stores under mu. Callers hold mu.
 func (r *Reader) take(borrow bool) *Record {
-	r.inFlight = nil // the caller is done with the last record
+	r.inFlight.rp = nil // the caller is done with the last record
 	if r.closed || r.cursor >= len(r.parts) {
 		return nil
 	}
@@ -464,7 +466,7 @@ func (r *Reader) pollMode(borrow bool) (rec *Record, moved <-chan struct{}, err 
 }
 
 func (r *Reader) pollLocked(borrow bool) (*Record, error) {
-	r.inFlight = nil // the caller is done with the last record
+	r.inFlight.rp = nil // the caller is done with the last record
 	if r.stopped() {
 		return nil, ErrClosed
 	}

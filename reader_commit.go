@@ -42,13 +42,13 @@ func (r *Reader) Commit(ctx context.Context) error {
 }
 
 // commit writes the positions file, keeping the entries of other topics, and of the topic's
-// other partitions, committed under this name; fsynced when sync is set. With settled (the
-// background auto-commit), the partition of a record in flight gets the position before it (see
-// Reader.inFlight).
+// other partitions, committed under this name; fsynced when sync is set. With leaveInFlight (the
+// background auto-commit), the partition of the record in flight gets the position before it
+// (see Reader.inFlight).
 // The store holds its lock shared meanwhile (see Store.commitPositions), so that DeleteTopic, which rewrites the files, never runs
 // between its read and its write; a reader of a topic since deleted commits nothing (ErrClosed),
 // so that the deleted topic's positions never come back.
-func (r *Reader) commit(sync, settled bool) error {
+func (r *Reader) commit(sync, leaveInFlight bool) error {
 	r.commitMu.Lock()
 	defer r.commitMu.Unlock()
 	return r.positions.commitPositions(r.cfg.Name, r.topic, sync, func(mine map[int32]committedPosition) {
@@ -56,8 +56,8 @@ func (r *Reader) commit(sync, settled bool) error {
 		defer r.mu.Unlock()
 		for _, rp := range r.parts {
 			c := committedPosition{offset: rp.pos, leaderEpoch: rp.epoch}
-			if settled && rp == r.inFlight && rp.pos == r.inFlightNext {
-				c = committedPosition{offset: r.inFlightPos, leaderEpoch: r.inFlightEpoch}
+			if f := r.inFlight; leaveInFlight && f.rp == rp && rp.pos == f.after {
+				c = f.before
 			}
 			mine[rp.p.id] = c
 		}
