@@ -89,7 +89,7 @@ func (s *Store) AlterTopicConfig(name string, cfg TopicConfig) error {
 // configuration (the staged ones are written first). Nothing on disk changes.
 func (l *Log) reconfigure(cfg LogConfig) {
 	l.lockWriters()
-	defer l.appendMu.Unlock()
+	defer l.unlockWriters()
 	next := newLiveConfig(cfg)
 	l.mu.Lock()
 	defer l.mu.Unlock()

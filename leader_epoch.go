@@ -328,7 +328,7 @@ func (l *Log) endOffsetForEpoch(epoch int32) (int32, int64) {
 // latest only sets the stamp.
 func (l *Log) startLeaderEpoch(epoch int32) error {
 	l.lockWriters()
-	defer l.appendMu.Unlock()
+	defer l.unlockWriters()
 	if err := l.checkWritable(); err != nil {
 		return err
 	}
@@ -518,7 +518,7 @@ func (f *leaderEpochFile) epochAt(offset int64) int32 {
 // the new log.
 func (l *Log) writeFirstEpoch(write func(fsy fsys.FS, name string, data []byte) error) error {
 	l.lockWriters()
-	defer l.appendMu.Unlock()
+	defer l.unlockWriters()
 	if err := l.checkWritable(); err != nil {
 		return err
 	}

@@ -283,7 +283,7 @@ func (l *Log) validateRaw(data []byte, leader bool) (*pendingWrite, error) {
 // write's sequence number for awaitDurable and the first offset written.
 func (l *Log) write(w *pendingWrite, assign, await bool) (t writeTicket, firstOffset int64, err error) {
 	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
+	defer l.unlockWriters()
 	if err := l.checkWritable(); err != nil {
 		return t, 0, err
 	}

@@ -16,8 +16,10 @@ import (
 // segment with segment.Segment.Acquire and ends with release.
 
 // release ends a read of s (see segment.Segment.Acquire) and deletes its files if s was retired
-// meanwhile and is now unused.
+// meanwhile and is now unused. A read keeps its segment's files open past the store's bound, so
+// the file cache closes idle segments then if the files open exceed it.
 func (l *Log) release(s *segment.Segment) {
+	defer l.caches.Files.TrimIfOver()
 	if s.Release() {
 		// After Close no check sweeps again: the last read of a retired segment takes its files
 		// and handles with it, as Close did for the segments nobody read.

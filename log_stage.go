@@ -312,6 +312,15 @@ func (l *Log) lockWriters() {
 	_ = l.drainStage()
 }
 
+// unlockWriters releases appendMu, then lets the file cache close idle segments if the files open
+// exceed the store's bound: while this writer held appendMu, a segment opened by another log
+// could not close the active segment's files (see segment.Caches.Writer), and nothing else would
+// until a segment opens again.
+func (l *Log) unlockWriters() {
+	l.appendMu.Unlock()
+	l.caches.Files.TrimIfOver()
+}
+
 // drainForSync writes out the stage before the group commit's fsync. With nothing staged (a lone
 // appender, every policy but SyncAlways) it takes no lock: a stage begun after the check is
 // drained by the next fsync, which its appender waits for.
@@ -321,5 +330,5 @@ func (l *Log) drainForSync() {
 	}
 	l.appendMu.Lock()
 	_ = l.drainStage()
-	l.appendMu.Unlock()
+	l.unlockWriters()
 }

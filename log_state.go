@@ -211,7 +211,7 @@ func (sf *stateFile) removeFolderState() error {
 // watermark starting or stopping to be kept.
 func (l *Log) saveState() error {
 	l.lockWriters()
-	defer l.appendMu.Unlock()
+	defer l.unlockWriters()
 	if err := l.checkWritable(); err != nil {
 		return err
 	}

@@ -121,7 +121,7 @@ func (l *Log) truncateTo(offset int64, newEpoch bool) error {
 // retention removed the offsets it would fetch next. ErrClosed after Close.
 func (l *Log) truncateFullyAndStartAt(offset int64) error {
 	l.lockWriters()
-	defer l.appendMu.Unlock()
+	defer l.unlockWriters()
 	if err := l.checkWritable(); err != nil {
 		return err
 	}

@@ -124,8 +124,8 @@ func WithRetentionCheckInterval(d time.Duration) Option {
 // active segments count and are closed too while idle (no append, truncation or flush of their
 // log at work, no read using them): the next append or read opens them again, so a store of ten
 // thousand partitions runs under the bound. A segment being written to or read stays open, so the
-// bound is passed for a while rather than failing a write or a read when all open segments are
-// in use.
+// bound is passed while every open segment is in use rather than failing a write or a read; the
+// write or read that ends then closes idle segments until the files open are within n again.
 //
 // Without this option (or with n = 0) the bound is a quarter of the process's soft RLIMIT_NOFILE,
 // at least 12 and at most DefaultMaxOpenFiles (1024): 4 partitions of thousands of segments then

@@ -80,7 +80,7 @@ func (l *Log) ApplyRetention() (int, error) { return l.ApplyRetentionAt(l.now())
 // later reads below the new log start offset get ErrOffsetOutOfRange. ErrClosed after Close.
 func (l *Log) ApplyRetentionAt(now time.Time) (int, error) {
 	l.lockWriters()
-	defer l.appendMu.Unlock()
+	defer l.unlockWriters()
 	if err := l.checkWritable(); err != nil {
 		return 0, err
 	}
@@ -191,7 +191,7 @@ func (l *Log) retentionDue(rs []retentionSegment, now time.Time, segs []*segment
 // start, or past the log end offset, change nothing.
 func (l *Log) advanceLogStartOffset(offset int64) error {
 	l.lockWriters()
-	defer l.appendMu.Unlock()
+	defer l.unlockWriters()
 	if err := l.checkWritable(); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"math"
 	"sync"
+	"sync/atomic"
 )
 
 // FilesPerSegment is what one open segment holds: the descriptors of its .log file and of its two
@@ -27,7 +28,9 @@ const evicting = math.MinInt32 / 2
 // A segment is idle when no read holds it (its reference count is 0) and nobody is opening or
 // closing it (its openMu is free). Active segments are pinned: they count against the limit but
 // are never closed by the cache. When every open segment is pinned or in use the cache holds more
-// than the limit until reads end and segments open again: a read never fails for the bound.
+// than the limit until reads and writes end: a read never fails for the bound. A log calls
+// TrimIfOver as each read or write of its segments ends, so the bound holds again once the
+// segments are idle.
 type FileCache struct {
 	limit  int // files
 	logger *slog.Logger
@@ -38,6 +41,9 @@ type FileCache struct {
 	hand  *Segment // the segment the clock looks at next; nil when the ring is empty
 	peak  int      // the most files open at once, for tests
 	evict int      // segments closed for idleness so far, for tests
+
+	// over says open > limit; written under mu, read by TrimIfOver without it.
+	over atomic.Bool
 }
 
 // NewFileCache returns a cache that closes idle segments while more than limit files (three a
@@ -70,16 +76,27 @@ func (c *FileCache) add(s *Segment) {
 	}
 	c.n++
 	c.open += FilesPerSegment
+	c.over.Store(c.open > c.limit)
 	c.peak = max(c.peak, c.open)
 	c.trimLocked()
 }
 
 // Trim closes idle segments while the files open exceed the limit. The cache does so itself
 // whenever a segment opens, and Segment.Unpin calls it once a sealed segment may close; files
-// left over the limit by reads that held their segments are closed then.
+// left over the limit by reads and writes that held their segments are closed by TrimIfOver as
+// those end.
 func (c *FileCache) Trim() {
 	c.mu.Lock()
 	c.trimLocked()
+}
+
+// TrimIfOver trims as Trim does when the files open exceed the limit, and otherwise costs one
+// atomic load: a log calls it each time its writer lock is released, since a writer at work keeps
+// its segment's files open past the limit (see Caches.Writer). Safe on a nil cache.
+func (c *FileCache) TrimIfOver() {
+	if c != nil && c.over.Load() {
+		c.Trim()
+	}
 }
 
 // trimLocked is trim for a caller holding mu; it unlocks mu.
@@ -120,6 +137,7 @@ func (c *FileCache) unlink(s *Segment) {
 	s.cacheNext, s.cachePrev = nil, nil
 	c.n--
 	c.open -= FilesPerSegment
+	c.over.Store(c.open > c.limit)
 }
 
 // claimIdle runs the clock while the open files exceed the limit, for at most two turns (the

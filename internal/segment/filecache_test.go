@@ -70,6 +70,51 @@ func TestFileCacheClosesIdleSegments(t *testing.T) {
 	})
 }
 
+// TestFileCacheTrimIfOver: segments held by reads keep the files over the bound when another
+// opens; TrimIfOver does nothing while they are held, and closes the idle ones back to the bound
+// once they are not. Within the bound it closes nothing.
+func TestFileCacheTrimIfOver(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fsy fsys.FS, dir string) {
+		files := NewFileCache(FilesPerSegment, slog.New(slog.DiscardHandler))
+		caches := Caches{Files: files}
+		a := sealedSegment(t, fsy, dir, 0, caches)
+		files.TrimIfOver()
+		open, _, evicted := files.Stats()
+		require.Equal(t, 3, open, "within the bound: nothing closed")
+		require.Zero(t, evicted)
+
+		a.Acquire()
+		b := sealedSegment(t, fsy, dir, 4, caches) // closed by its Unpin: a is held
+		require.False(t, b.FilesOpen())
+		b.Acquire()
+		require.NoError(t, b.OpenFiles())
+		open, _, evicted = files.Stats()
+		require.Equal(t, 6, open, "both held: the bound is passed")
+		require.Equal(t, 1, evicted)
+		files.TrimIfOver()
+		open, _, _ = files.Stats()
+		require.Equal(t, 6, open, "held segments are not closed")
+
+		require.False(t, a.Release())
+		files.TrimIfOver()
+		open, _, evicted = files.Stats()
+		require.Equal(t, 3, open, "a, idle, is closed")
+		require.Equal(t, 2, evicted)
+		require.False(t, a.FilesOpen())
+		require.True(t, b.FilesOpen())
+
+		require.False(t, b.Release())
+		files.TrimIfOver()
+		open, _, evicted = files.Stats()
+		require.Equal(t, 3, open, "back within the bound: b stays open")
+		require.Equal(t, 2, evicted)
+		require.True(t, b.FilesOpen())
+
+		var none *FileCache
+		none.TrimIfOver() // a log without a bound has no cache
+	})
+}
+
 // TestFileCacheRetiredReopens: a read that acquired a segment closed for idleness and retired
 // since reopens its files under their retired names.
 func TestFileCacheRetiredReopens(t *testing.T) {
