@@ -70,6 +70,14 @@ func TestFileCacheClosesIdleSegments(t *testing.T) {
 	})
 }
 
+// requireFiles asserts the files files holds open and the segments it has closed for idleness.
+func requireFiles(t *testing.T, files *FileCache, open, evicted int, msg string) {
+	t.Helper()
+	gotOpen, _, gotEvicted := files.Stats()
+	require.Equal(t, open, gotOpen, msg)
+	require.Equal(t, evicted, gotEvicted, msg)
+}
+
 // TestFileCacheTrimIfOver: segments held by reads keep the files over the bound when another
 // opens; TrimIfOver does nothing while they are held, and closes the idle ones back to the bound
 // once they are not. Within the bound it closes nothing.
@@ -79,35 +87,26 @@ func TestFileCacheTrimIfOver(t *testing.T) {
 		caches := Caches{Files: files}
 		a := sealedSegment(t, fsy, dir, 0, caches)
 		files.TrimIfOver()
-		open, _, evicted := files.Stats()
-		require.Equal(t, 3, open, "within the bound: nothing closed")
-		require.Zero(t, evicted)
+		requireFiles(t, files, 3, 0, "within the bound: nothing closed")
 
 		a.Acquire()
 		b := sealedSegment(t, fsy, dir, 4, caches) // closed by its Unpin: a is held
 		require.False(t, b.FilesOpen())
 		b.Acquire()
 		require.NoError(t, b.OpenFiles())
-		open, _, evicted = files.Stats()
-		require.Equal(t, 6, open, "both held: the bound is passed")
-		require.Equal(t, 1, evicted)
+		requireFiles(t, files, 6, 1, "both held: the bound is passed")
 		files.TrimIfOver()
-		open, _, _ = files.Stats()
-		require.Equal(t, 6, open, "held segments are not closed")
+		requireFiles(t, files, 6, 1, "held segments are not closed")
 
 		require.False(t, a.Release())
 		files.TrimIfOver()
-		open, _, evicted = files.Stats()
-		require.Equal(t, 3, open, "a, idle, is closed")
-		require.Equal(t, 2, evicted)
+		requireFiles(t, files, 3, 2, "a, idle, is closed")
 		require.False(t, a.FilesOpen())
 		require.True(t, b.FilesOpen())
 
 		require.False(t, b.Release())
 		files.TrimIfOver()
-		open, _, evicted = files.Stats()
-		require.Equal(t, 3, open, "back within the bound: b stays open")
-		require.Equal(t, 2, evicted)
+		requireFiles(t, files, 3, 2, "back within the bound: b stays open")
 		require.True(t, b.FilesOpen())
 
 		var none *FileCache
