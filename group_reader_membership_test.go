@@ -226,7 +226,9 @@ func TestGroupReaderHeartbeatsWhileNextFetches(t *testing.T) {
 	require.NoError(t, err)
 	cfg := fastGroup("workers", "events")
 	cfg.Assignors = []group.Assignor{group.CooperativeStickyAssignor()}
-	cfg.SessionTimeout = 300 * time.Millisecond
+	// Long enough that a stall of the machine does not expel a (a CI run under -race pauses
+	// for hundreds of milliseconds at times); the fetch is held past it below.
+	cfg.SessionTimeout = time.Second
 	a, err := s.NewGroupReader(cfg)
 	require.NoError(t, err)
 	defer a.Close()
@@ -250,6 +252,7 @@ func TestGroupReaderHeartbeatsWhileNextFetches(t *testing.T) {
 	}()
 	require.NoError(t, part.Append(context.Background(), &Record{Value: []byte("late")}))
 	<-gfs.blocked
+	blockedAt := time.Now()
 
 	// b joins: a must heartbeat to learn of the rebalance and rejoin, all while its fetch hangs.
 	b, err := s.NewGroupReader(cfg)
@@ -261,6 +264,9 @@ func TestGroupReaderHeartbeatsWhileNextFetches(t *testing.T) {
 		b.Next(ctx)
 		return stableWith(s, "workers", a, b)
 	}, 10*time.Second, time.Millisecond, "a stays in the group and rebalances while Next fetches")
+	// The fetch stays blocked past a's session timeout: only heartbeats keep a in the group.
+	time.Sleep(time.Until(blockedAt.Add(3 * cfg.SessionTimeout / 2)))
+	require.True(t, stableWith(s, "workers", a, b), "a is still in the group a session timeout into the fetch")
 	release()
 	r := <-next
 	require.NoError(t, r.err)
@@ -447,7 +453,7 @@ func TestGroupStaticMemberRestartKeepsPartitions(t *testing.T) {
 func testStaticMemberRestart(t *testing.T, fsy fsys.FS, assignors []group.Assignor, rejoined bool) {
 	opts := groupTestOptions(fsy)
 	if !rejoined {
-		opts = append(opts, WithGroupInitialRebalanceDelay(500*time.Millisecond))
+		opts = append(opts, WithGroupInitialRebalanceDelay(2*time.Second)) // b joins within it, even on a stalled machine
 	}
 	s, err := Open(t.TempDir(), opts...)
 	require.NoError(t, err)

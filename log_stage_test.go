@@ -553,12 +553,9 @@ func TestGroupCommitSyncFailure(t *testing.T) {
 		var mu sync.Mutex
 		var acked []int64
 		failed := 0
-		wg.Go(func() {
-			for l.LogEndOffset() < 40 {
-				time.Sleep(100 * time.Microsecond)
-			}
-			ffs.arm(1, 0)
-		})
+		// Armed by the first append acknowledged at offset 40 or past it: well over 100 appends
+		// are still to come then, so the next fsync fails with appends waiting on it.
+		var armOnce sync.Once
 		for g := range 8 {
 			wg.Go(func() {
 				for i := range 20 {
@@ -567,6 +564,9 @@ func TestGroupCommitSyncFailure(t *testing.T) {
 					mu.Lock()
 					if err == nil {
 						acked = append(acked, r.Offset)
+						if r.Offset >= 40 {
+							armOnce.Do(func() { ffs.arm(1, 0) })
+						}
 					} else {
 						failed++
 						if !errors.Is(err, ErrSync) || !errors.Is(err, syscall.EIO) {

@@ -329,8 +329,8 @@ func TestStoreDeleteTopic(t *testing.T) {
 			case res := <-blocked:
 				require.ErrorIs(t, res.err, ErrClosed)
 				require.Nil(t, res.rec)
-			case <-time.After(time.Second):
-				t.Fatal("a Next blocked on a deleted topic did not return within 1 s")
+			case <-time.After(30 * time.Second):
+				t.Fatal("a Next blocked on a deleted topic did not return") // a hang, not a slow machine
 			}
 		}
 		_, err = named.Next(ctx)

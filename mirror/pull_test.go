@@ -3,6 +3,7 @@ package mirror
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -585,9 +587,17 @@ func TestPullOutage(t *testing.T) {
 	dataDir := t.TempDir()
 	port := pullFreePort(t)
 	start := func() *kfake.Cluster {
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port), kfake.DataDir(dataDir))
-		require.NoError(t, err)
-		return c
+		// The port was free when picked; while the cluster is down another socket of the
+		// machine may hold it for a moment (tests run in parallel), so a busy port is tried again.
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port), kfake.DataDir(dataDir))
+			if err == nil {
+				return c
+			}
+			if !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
+				require.NoError(t, err)
+			}
+		}
 	}
 	c := start()
 	defer func() { c.Close() }()
