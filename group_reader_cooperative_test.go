@@ -103,7 +103,7 @@ func testRebalanceWindow(t *testing.T, fsy fsys.FS, assignors []group.Assignor, 
 		d.Next(ctx)
 		return len(a.gr.Assignment()) == partitions/2 && len(b.gr.Assignment()) == partitions/2 && len(d.Assignment()) == 1 &&
 			stableWith(s, "workers", a.gr, b.gr, d) && a.count("record") > 0 && b.count("record") > 0
-	}, 10*time.Second, time.Millisecond)
+	}, groupWait, time.Millisecond)
 	idD := memberOf(d)
 	d.kill()
 	before := map[*testMember][]TopicPartition{a: a.gr.Assignment(), b: b.gr.Assignment()}
@@ -138,7 +138,7 @@ func testRebalanceWindow(t *testing.T, fsy fsys.FS, assignors []group.Assignor, 
 		}
 		return n == 2
 	}
-	require.Eventually(t, rejoined, 10*time.Second, time.Millisecond, "a and b rejoin")
+	require.Eventually(t, rejoined, groupWait, time.Millisecond, "a and b rejoin")
 	for _, m := range []*testMember{a, b} {
 		if cooperative {
 			// While they wait in the join, they read every partition they own: a record of each
@@ -152,7 +152,7 @@ func testRebalanceWindow(t *testing.T, fsy fsys.FS, assignors []group.Assignor, 
 					}
 				}
 				return len(seen) == len(before[m])
-			}, 10*time.Second, time.Millisecond, "records flow while the member waits in the join")
+			}, groupWait, time.Millisecond, "records flow while the member waits in the join")
 			require.Zero(t, m.countFrom("revoked", mark[m]))
 			require.Equal(t, before[m], m.gr.Assignment())
 		} else {
@@ -170,7 +170,7 @@ func testRebalanceWindow(t *testing.T, fsy fsys.FS, assignors []group.Assignor, 
 	require.Eventually(t, func() bool {
 		return len(a.gr.Assignment()) == partitions/3 && len(b.gr.Assignment()) == partitions/3 &&
 			len(c.gr.Assignment()) == partitions/3 && stableWith(s, "workers", a.gr, b.gr, c.gr)
-	}, 10*time.Second, time.Millisecond, "c gets its share")
+	}, groupWait, time.Millisecond, "c gets its share")
 	require.Zero(t, window.Load())
 	moved := c.gr.Assignment()
 

@@ -263,7 +263,7 @@ func TestGroupReaderHeartbeatsWhileNextFetches(t *testing.T) {
 		defer cancel()
 		b.Next(ctx)
 		return stableWith(s, "workers", a, b)
-	}, 10*time.Second, time.Millisecond, "a stays in the group and rebalances while Next fetches")
+	}, groupWait, time.Millisecond, "a stays in the group and rebalances while Next fetches")
 	// The fetch stays blocked past a's session timeout: only heartbeats keep a in the group.
 	time.Sleep(time.Until(blockedAt.Add(3 * cfg.SessionTimeout / 2)))
 	require.True(t, stableWith(s, "workers", a, b), "a is still in the group a session timeout into the fetch")
@@ -305,7 +305,7 @@ func TestGroupMemberRemovedWhileJoiningStopsReading(t *testing.T) {
 					defer cancel()
 					c.Next(ctx)
 					return len(c.Assignment()) == 2 && len(a.gr.Assignment()) == 2 && stableWith(s, "workers", a.gr, c)
-				}, 10*time.Second, time.Millisecond)
+				}, groupWait, time.Millisecond)
 				c.kill()
 				owned := a.gr.Assignment()
 				genA, idA := a.gr.Generation()
@@ -327,7 +327,7 @@ func TestGroupMemberRemovedWhileJoiningStopsReading(t *testing.T) {
 						}
 					}
 					return false
-				}, 10*time.Second, time.Millisecond, "a rejoins")
+				}, groupWait, time.Millisecond, "a rejoins")
 				require.Equal(t, owned, a.gr.Assignment(), "a reads its partitions while it waits in the join")
 
 				var a2 *testMember
@@ -338,10 +338,10 @@ func TestGroupMemberRemovedWhileJoiningStopsReading(t *testing.T) {
 					require.NoError(t, err)
 					require.NoError(t, errs[0])
 				}
-				require.Eventually(t, func() bool { return a.count("lost") == 1 }, 10*time.Second, time.Millisecond, "OnLost")
+				require.Eventually(t, func() bool { return a.count("lost") == 1 }, groupWait, time.Millisecond, "OnLost")
 				require.Empty(t, a.gr.Assignment())
 				if tc.static {
-					require.Eventually(t, func() bool { return a.loopErr() != nil }, 10*time.Second, time.Millisecond)
+					require.Eventually(t, func() bool { return a.loopErr() != nil }, groupWait, time.Millisecond)
 					require.ErrorIs(t, a.loopErr(), ErrFencedInstanceID)
 				}
 				// More records for everyone: a must read none of them until it has partitions again.
@@ -361,7 +361,7 @@ func TestGroupMemberRemovedWhileJoiningStopsReading(t *testing.T) {
 				require.Eventually(t, func() bool {
 					return stableWith(s, "workers", survivors[0].gr, survivors[1].gr) &&
 						len(survivors[0].gr.Assignment())+len(survivors[1].gr.Assignment()) == 4
-				}, 10*time.Second, time.Millisecond, "the group rebalances without c")
+				}, groupWait, time.Millisecond, "the group rebalances without c")
 
 				events := a.snapshot()
 				lost := slices.IndexFunc(events, func(ev memberEvent) bool { return ev.kind == "lost" })
@@ -409,7 +409,7 @@ func TestGroupDeadAndClosedMembersPartitionsMove(t *testing.T) {
 					defer cancel()
 					a.Next(ctx)
 					return len(a.Assignment()) == 2 && len(b.gr.Assignment()) == 2 && stableWith(s, "workers", a, b.gr)
-				}, 10*time.Second, time.Millisecond)
+				}, groupWait, time.Millisecond)
 				idA := memberOf(a)
 				require.NoError(t, tc.end(a))
 				if tc.name == "killed" {
@@ -418,7 +418,7 @@ func TestGroupDeadAndClosedMembersPartitionsMove(t *testing.T) {
 				}
 				require.Eventually(t, func() bool {
 					return len(b.gr.Assignment()) == 4 && stableWith(s, "workers", b.gr)
-				}, 10*time.Second, time.Millisecond, "b takes a's partitions")
+				}, groupWait, time.Millisecond, "b takes a's partitions")
 				require.Equal(t, partitionsOf("events", 4), b.gr.Assignment())
 				require.NotContains(t, memberIDs(t, s, "workers"), idA)
 			})
@@ -473,7 +473,7 @@ func testStaticMemberRestart(t *testing.T, fsy fsys.FS, assignors []group.Assign
 			defer cancel()
 			a.Next(ctx)
 			return len(a.Assignment()) == 4
-		}, 10*time.Second, time.Millisecond)
+		}, groupWait, time.Millisecond)
 	}
 	b := startTestMember(t, s, cfgB)
 	require.Eventually(t, func() bool {
@@ -481,7 +481,7 @@ func testStaticMemberRestart(t *testing.T, fsy fsys.FS, assignors []group.Assign
 		defer cancel()
 		a.Next(ctx)
 		return len(a.Assignment()) == 2 && len(b.gr.Assignment()) == 2 && stableWith(s, "workers", a, b.gr)
-	}, 10*time.Second, time.Millisecond)
+	}, groupWait, time.Millisecond)
 	owned := a.Assignment()
 	before, err := s.DescribeGroup("workers")
 	require.NoError(t, err)
@@ -500,7 +500,7 @@ func testStaticMemberRestart(t *testing.T, fsy fsys.FS, assignors []group.Assign
 		defer cancel()
 		a.Next(ctx)
 		return len(a.Assignment()) > 0
-	}, 10*time.Second, time.Millisecond)
+	}, groupWait, time.Millisecond)
 	require.Equal(t, owned, a.Assignment())
 	after, err := s.DescribeGroup("workers")
 	require.NoError(t, err)
@@ -532,14 +532,14 @@ func TestGroupMaxPollIntervalTakesPartitionsAway(t *testing.T) {
 			defer cancel()
 			a.Next(ctx)
 			return len(a.Assignment()) == 2 && len(b.gr.Assignment()) == 2 && stableWith(s, "workers", a, b.gr)
-		}, 10*time.Second, time.Millisecond)
+		}, groupWait, time.Millisecond)
 		owned := a.Assignment()
 		gen, _ := a.Generation()
 
 		// a's program stops calling Next.
 		require.Eventually(t, func() bool {
 			return len(b.gr.Assignment()) == 4 && stableWith(s, "workers", b.gr)
-		}, 10*time.Second, time.Millisecond, "a's partitions move to b")
+		}, groupWait, time.Millisecond, "a's partitions move to b")
 		require.Empty(t, lost, "OnLost runs in Next")
 		require.Empty(t, a.Assignment())
 
@@ -552,7 +552,7 @@ func TestGroupMaxPollIntervalTakesPartitionsAway(t *testing.T) {
 			defer cancel()
 			a.Next(ctx)
 			return len(a.Assignment()) == 2 && len(b.gr.Assignment()) == 2 && stableWith(s, "workers", a, b.gr)
-		}, 10*time.Second, time.Millisecond, "the next Next joins a again")
+		}, groupWait, time.Millisecond, "the next Next joins a again")
 		gen2, _ := a.Generation()
 		require.Greater(t, gen2, gen)
 	})
@@ -588,12 +588,12 @@ func TestGroupTopicPatternFollowsTopics(t *testing.T) {
 		}
 		require.Eventually(t, func() bool {
 			return slices.Equal(union(), partitionsOf("ev-a", 2)) && read("ev-a") == 10
-		}, 10*time.Second, time.Millisecond)
+		}, groupWait, time.Millisecond)
 
 		fillGroupTopic(t, s, "ev-b", 2, 5)
 		require.Eventually(t, func() bool {
 			return slices.Equal(union(), append(partitionsOf("ev-a", 2), partitionsOf("ev-b", 2)...)) && read("ev-b") == 10
-		}, 10*time.Second, time.Millisecond, "ev-b is assigned and read")
+		}, groupWait, time.Millisecond, "ev-b is assigned and read")
 
 		require.NoError(t, s.DeleteTopic("ev-a"))
 		require.Eventually(t, func() bool {
@@ -607,7 +607,7 @@ func TestGroupTopicPatternFollowsTopics(t *testing.T) {
 			}
 			slices.SortFunc(assigned, compareTP)
 			return slices.Equal(assigned, partitionsOf("ev-b", 2)) && slices.Equal(union(), partitionsOf("ev-b", 2))
-		}, 10*time.Second, time.Millisecond, "ev-a is taken out")
+		}, groupWait, time.Millisecond, "ev-a is taken out")
 		require.Zero(t, read("other"))
 		require.NoError(t, a.loopErr())
 		require.NoError(t, b.loopErr())
@@ -638,7 +638,7 @@ func TestGroupStartAndResetPositions(t *testing.T) {
 						early = rec
 					}
 					return gr.Positions()[TopicPartition{Topic: "events", Partition: 0}] == 10
-				}, 10*time.Second, time.Millisecond)
+				}, groupWait, time.Millisecond)
 				require.Nil(t, early, "nothing of the records there before")
 				tp, err := s.Topic("events")
 				require.NoError(t, err)
@@ -704,7 +704,7 @@ func TestGroupResetBelowLogStart(t *testing.T) {
 						early = rec
 					}
 					return gr.Positions()[events0] == logEnd
-				}, 10*time.Second, time.Millisecond)
+				}, groupWait, time.Millisecond)
 				require.Nil(t, early)
 				require.NoError(t, part.Append(context.Background(), &Record{Value: []byte("new")}))
 				rec, err := gr.Next(ctx)
@@ -752,7 +752,7 @@ func TestGroupReaderJoinErrors(t *testing.T) {
 		cfg := fastGroup("protocols", "events")
 		cfg.Assignors = []group.Assignor{group.RoundRobinAssignor()}
 		rr := startTestMember(t, s, cfg)
-		require.Eventually(t, func() bool { return len(rr.gr.Assignment()) == 2 }, 10*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return len(rr.gr.Assignment()) == 2 }, groupWait, time.Millisecond)
 		cfg.Assignors = []group.Assignor{group.RangeAssignor()}
 		rg, err := s.NewGroupReader(cfg)
 		require.NoError(t, err)
@@ -767,16 +767,16 @@ func TestGroupReaderJoinErrors(t *testing.T) {
 		cfg := fastGroup("static", "events")
 		cfg.InstanceID = "worker-1"
 		old := startTestMember(t, s, cfg)
-		require.Eventually(t, func() bool { return len(old.gr.Assignment()) == 2 }, 10*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return len(old.gr.Assignment()) == 2 }, groupWait, time.Millisecond)
 		owned := old.gr.Assignment()
 		instance := startTestMember(t, s, cfg)
-		require.Eventually(t, func() bool { return old.loopErr() != nil }, 10*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return old.loopErr() != nil }, groupWait, time.Millisecond)
 		require.ErrorIs(t, old.loopErr(), ErrFencedInstanceID)
 		require.Empty(t, old.gr.Assignment())
 		events := old.snapshot()
 		require.Equal(t, "lost", events[len(events)-1].kind)
 		require.Equal(t, owned, events[len(events)-1].parts)
-		require.Eventually(t, func() bool { return slices.Equal(instance.gr.Assignment(), owned) }, 10*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return slices.Equal(instance.gr.Assignment(), owned) }, groupWait, time.Millisecond)
 		require.NoError(t, instance.loopErr())
 	})
 }

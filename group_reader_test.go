@@ -18,6 +18,11 @@ func groupTestOptions(fsy fsys.FS) []Option {
 	return []Option{withFS(fsy), WithGroupSessionTimeouts(10*time.Millisecond, time.Hour), WithGroupInitialRebalanceDelay(-1)}
 }
 
+// groupWait bounds the waits of the group tests for a rebalance or a read to be seen: a hang,
+// not a slow machine, should fail them (with the race and no-mmap tests run at once on two cores,
+// TestGroupTopicPatternFollowsTopics once missed a bound of 10 s).
+const groupWait = 30 * time.Second
+
 // fastGroup is a GroupReaderConfig with short timers for tests.
 func fastGroup(groupID string, topics ...string) GroupReaderConfig {
 	return GroupReaderConfig{Group: groupID, Topics: topics, Start: Earliest, SessionTimeout: 2 * time.Second,
@@ -129,7 +134,7 @@ func TestGroupReadersSharePartitionsAndTakeOverOnClose(t *testing.T) {
 				a.Next(ctx)
 				b.Next(ctx)
 				return len(a.Assignment()) == 3 && len(b.Assignment()) == 3
-			}, 10*time.Second, time.Millisecond)
+			}, groupWait, time.Millisecond)
 			all := map[TopicPartition]bool{}
 			for _, tp := range append(a.Assignment(), b.Assignment()...) {
 				require.False(t, all[tp], "partition %v read by both", tp)
@@ -142,7 +147,7 @@ func TestGroupReadersSharePartitionsAndTakeOverOnClose(t *testing.T) {
 				defer cancel()
 				b.Next(ctx)
 				return len(b.Assignment()) == 6
-			}, 10*time.Second, time.Millisecond)
+			}, groupWait, time.Millisecond)
 			require.NoError(t, b.Close())
 		})
 	}

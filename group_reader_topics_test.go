@@ -19,7 +19,7 @@ func TestGroupTopicCreatedAfterSubscribeIsAssigned(t *testing.T) {
 		gr, err := s.NewGroupReader(fastGroup("late", "later"))
 		require.NoError(t, err)
 		defer gr.Close()
-		require.Eventually(t, func() bool { g, _ := gr.Generation(); return g > 0 }, 10*time.Second, 5*time.Millisecond)
+		require.Eventually(t, func() bool { g, _ := gr.Generation(); return g > 0 }, groupWait, 5*time.Millisecond)
 		fillGroupTopic(t, s, "later", 2, 3)
 		require.Len(t, readN(t, gr, 6), 6)
 		require.Equal(t, partitionsOf("later", 2), gr.Assignment())

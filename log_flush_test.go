@@ -26,7 +26,7 @@ func flushTestConfig(sync SyncPolicy) LogConfig {
 }
 
 // flushWait bounds how long a test waits for the background flusher.
-const flushWait, flushTick = 10 * time.Second, time.Millisecond
+const flushWait, flushTick = 30 * time.Second, time.Millisecond
 
 // stopTestFlusher stops l's flusher goroutine, so that flushes stay pending until the test runs
 // them (or Close or Sync does).

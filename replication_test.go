@@ -28,7 +28,7 @@ const repTopic = "events"
 
 // repWait bounds every wait on a condition of these tests; repTick is how often it is checked.
 const (
-	repWait = 10 * time.Second
+	repWait = 30 * time.Second
 	repTick = time.Millisecond
 )
 

@@ -1074,10 +1074,10 @@ func TestBackgroundRetention(t *testing.T) {
 		require.Equal(t, int64(0), p.LogStartOffset(), "nothing is due yet")
 
 		clock.add(time.Hour)
-		require.Eventually(t, func() bool { return p.LogStartOffset() == 2 }, 5*time.Second, 10*time.Millisecond)
+		require.Eventually(t, func() bool { return p.LogStartOffset() == 2 }, 30*time.Second, 10*time.Millisecond)
 		require.Equal(t, []int64{2, 4}, segmentBases(p.log))
 		clock.add(90 * time.Minute)
-		require.Eventually(t, func() bool { return p.LogStartOffset() == 4 }, 5*time.Second, 10*time.Millisecond)
+		require.Eventually(t, func() bool { return p.LogStartOffset() == 4 }, 30*time.Second, 10*time.Millisecond)
 		require.Equal(t, []int64{4}, segmentBases(p.log))
 
 		require.NoError(t, s.Close())

@@ -42,7 +42,7 @@ func TestConsumerGroupOldVersions(t *testing.T) {
 			m2 := startMember(t, b, "m2", groupID, topic, c, o, pinned, logged, kgo.Balancers(kgo.RangeBalancer()))
 			c.await(t, values, 30*time.Second)
 			awaitBalanced(t, b, groupID, topic, partitions, o, m1, m2)
-			require.Eventually(t, func() bool { return vlog.has(tc.want[2]) }, 10*time.Second, 10*time.Millisecond, "no heartbeat")
+			require.Eventually(t, func() bool { return vlog.has(tc.want[2]) }, 30*time.Second, 10*time.Millisecond, "no heartbeat")
 			m1.close()
 			m2.close()
 			o.mu.Lock()

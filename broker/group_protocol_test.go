@@ -530,7 +530,7 @@ func TestJoinGroupAnsweredWhenServeEnds(t *testing.T) {
 	require.Eventually(t, func() bool {
 		d, err := coord.DescribeGroup("g")
 		return err == nil && d.State.String() == "PreparingRebalance" && len(d.Members) == 2
-	}, 10*time.Second, 5*time.Millisecond)
+	}, 30*time.Second, 5*time.Millisecond)
 	select {
 	case r := <-done:
 		t.Fatalf("the join was answered before the rebalance completed: %v %v", r.resp, r.err)

@@ -108,7 +108,7 @@ func groupStore(t *testing.T) (dir string, idA, idB string) {
 		require.NoError(t, err)
 		return genA == genB && d.State == group.Stable && d.Generation == genA && len(d.Members) == 2 &&
 			len(a.Assignment()) == 1 && len(b.Assignment()) == 0
-	}, 10*time.Second, time.Millisecond)
+	}, 30*time.Second, time.Millisecond) // a hang, not a slow machine, fails
 	_, idA = a.Generation()
 	_, idB = b.Generation()
 	require.NoError(t, a.Close())
