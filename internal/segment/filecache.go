@@ -91,8 +91,9 @@ func (c *FileCache) Trim() {
 }
 
 // TrimIfOver trims as Trim does when the files open exceed the limit, and otherwise costs one
-// atomic load: a log calls it each time its writer lock is released, since a writer at work keeps
-// its segment's files open past the limit (see Caches.Writer). Safe on a nil cache.
+// atomic load: a log calls it as each read of a segment ends and each time its writer lock is
+// released, since a read and a writer at work keep their segment's files open past the limit (see
+// Caches.Writer). Safe on a nil cache (Caches.Files nil: no cache).
 func (c *FileCache) TrimIfOver() {
 	if c != nil && c.over.Load() {
 		c.Trim()
