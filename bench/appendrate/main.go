@@ -76,7 +76,7 @@ func run() error {
 	line := fmt.Sprintf("%s goroutines=%d partitions=%d keys=%s records/s=%.0f", *label, *goroutines, *partitions, *keys, rate)
 	perFsync := max(float64(*goroutines)/float64(*partitions), 1)
 	var ceiling float64
-	for k := 1; k <= min(*partitions, *goroutines); k *= 2 {
+	for k := 1; k <= min(*partitions, *goroutines); k++ {
 		r, err := fdatasyncRate(filepath.Join(dir, fmt.Sprintf("fdatasync-%d", k)), k, *syncDuration)
 		if err != nil {
 			return err
